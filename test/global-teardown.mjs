@@ -1,0 +1,11 @@
+export default async function globalTeardown() {
+  const cp = globalThis.__MERIDIO_CP__;
+  if (!cp) return;
+  await cp.stop();
+  // The suite's own guarantee that `npm test` leaves no process behind.
+  const left = cp.leftovers();
+  if (left.length > 0) {
+    throw new Error(`processes left behind after the control plane stopped: ${left.join(', ')}`);
+  }
+  process.stderr.write(`[controlplane] stopped; no process left behind (start took ${process.env.MERIDIO_TEST_CP_START_MS} ms)\n`);
+}

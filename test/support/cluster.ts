@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ApiException, AuthenticationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AuditLog } from '../../tools/controlplane/audit-log.js';
+import { readClusterInfo, type ClusterInfo } from '../../tools/controlplane/control-plane.js';
+
+// Access to the shared test control plane (started by test/global-setup.ts).
+
+let cached: ClusterInfo | undefined;
+
+export function clusterInfo(): ClusterInfo {
+  if (cached) return cached;
+  const dir = process.env.MERIDIO_TEST_CLUSTER;
+  if (!dir) throw new Error('MERIDIO_TEST_CLUSTER is not set: run the tests through jest, whose globalSetup starts the control plane');
+  cached = readClusterInfo(dir);
+  return cached;
+}
+
+function configFor(user: { name: string; token?: string; certData?: string; keyData?: string }): KubeConfig {
+  const info = clusterInfo();
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'test', server: info.server, caData: readFileSync(info.caCert).toString('base64'), skipTLSVerify: false }],
+    users: [user],
+    contexts: [{ name: 'test', cluster: 'test', user: user.name }],
+    currentContext: 'test',
+  });
+  return kc;
+}
+
+export function adminConfig(): KubeConfig {
+  const info = clusterInfo();
+  return configFor({
+    name: 'admin',
+    certData: readFileSync(info.admin.cert).toString('base64'),
+    keyData: readFileSync(info.admin.key).toString('base64'),
+  });
+}
+
+export const ADMIN_USER = 'admin';
+
+/** A kubeconfig that authenticates with a bearer token (e.g. a ServiceAccount's). */
+export function tokenConfig(token: string): KubeConfig {
+  return configFor({ name: 'token', token });
+}
+
+/**
+ * Creates the ServiceAccount if needed and returns a kubeconfig that
+ * authenticates as it with a real token issued by the API server (TokenRequest).
+ */
+export async function serviceAccountConfig(namespace: string, name: string): Promise<{ kc: KubeConfig; username: string }> {
+  const core = adminConfig().makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  } catch (err) {
+    if (!(err instanceof ApiException && err.code === 409)) throw err;
+  }
+  const token = await core.createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const value = token.status?.token;
+  if (!value) throw new Error(`no token issued for ${namespace}/${name}`);
+  return { kc: tokenConfig(value), username: `system:serviceaccount:${namespace}:${name}` };
+}
+
+/** The username the API server sees for a kubeconfig (SelfSubjectReview). */
+export async function whoAmI(kc: KubeConfig): Promise<string> {
+  const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+  return review.status?.userInfo?.username ?? '';
+}
+
+export async function createNamespace(prefix = 't'): Promise<string> {
+  const name = `${prefix}-${randomBytes(4).toString('hex')}`;
+  await adminConfig().makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+export async function deleteNamespace(name: string): Promise<void> {
+  try {
+    await adminConfig().makeApiClient(CoreV1Api).deleteNamespace({ name });
+  } catch (err) {
+    if (!(err instanceof ApiException && err.code === 404)) throw err;
+  }
+}
+
+/**
+ * Gives each test its own namespace: created before, deleted after.
+ * Returns a getter because the name is only known once beforeEach ran.
+ */
+export function useNamespace(prefix = 't'): () => string {
+  let ns: string | undefined;
+  beforeEach(async () => {
+    ns = await createNamespace(prefix);
+  });
+  afterEach(async () => {
+    if (ns) await deleteNamespace(ns);
+  });
+  return () => {
+    if (!ns) throw new Error('namespace not created yet');
+    return ns;
+  };
+}
+
+let audit: AuditLog | undefined;
+
+/** The audit log of the shared control plane, with barriers sent as the admin. */
+export function auditLog(): AuditLog {
+  if (audit) return audit;
+  const core = adminConfig().makeApiClient(CoreV1Api);
+  audit = new AuditLog(clusterInfo().auditLog, async (marker) => {
+    try {
+      await core.readNamespacedConfigMap({ namespace: 'default', name: marker });
+    } catch (err) {
+      if (!(err instanceof ApiException && err.code === 404)) throw err;
+    }
+  });
+  return audit;
+}
+
+/** The HTTP status of a failed API call, or undefined when it did not fail. */
+export async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (err) {
+    if (err instanceof ApiException) return err.code;
+    throw err;
+  }
+}
+
+/** The error body's message of a failed API call. */
+export async function failureOf(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiException) {
+      const body: unknown = typeof err.body === 'string' ? safeJson(err.body) : err.body;
+      const message = body && typeof body === 'object' && 'message' in body ? String((body as { message: unknown }).message) : String(err.body);
+      return { code: err.code, message };
+    }
+    throw err;
+  }
+  throw new Error('expected the request to fail, but it succeeded');
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}
