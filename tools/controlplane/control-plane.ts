@@ -178,17 +178,7 @@ export class ControlPlane {
    * Empty after stop(): the suite asserts that nothing was left behind.
    */
   leftovers(): number[] {
-    const pids: number[] = [];
-    for (const entry of readdirSync('/proc')) {
-      const pid = Number(entry);
-      if (!Number.isInteger(pid) || pid === process.pid) continue;
-      try {
-        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(this.info.stateDir)) pids.push(pid);
-      } catch {
-        // exited while we looked
-      }
-    }
-    return pids;
+    return processesNaming(this.info.stateDir);
   }
 
   /** Processes started by this control plane that are still running. */
@@ -276,6 +266,21 @@ export class ControlPlane {
     })();
     return this.stopping;
   }
+}
+
+/** Pids of processes (other than this one) whose command line contains `text`. */
+export function processesNaming(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text)) pids.push(pid);
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
 }
 
 function listYaml(path: string): string[] {
