@@ -1,0 +1,40 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+
+// Configuration comes from the environment only (Knative sets it on the
+// Service), parsed once at start: a bad value stops the process with a message
+// naming the variable, instead of failing later inside a reconcile.
+
+const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+const EnvSchema = z.object({
+  CONTROLLER_NAME: z.string().min(1).default('meridio-2.nordix.org/gateway-controller'),
+  LB_SERVICE_ACCOUNT: z.string().min(1).default('stateless-load-balancer'),
+  TEMPLATE_PATH: z.string().min(1).default('infra/templates/lb-deployment.yaml'),
+  /** Comma-separated namespaces to serve; empty means all. */
+  WATCH_NAMESPACES: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+  K_SINK: z.url().optional(),
+  LOG_LEVEL: LogLevel.default('info'),
+  PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  /** Identifies this replica in Events (reportingInstance). */
+  POD_NAME: z.string().min(1).default(hostname()),
+});
+
+export type Config = z.infer<typeof EnvSchema>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const r = EnvSchema.safeParse(env);
+  if (!r.success) {
+    const problems = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new ConfigError(`invalid configuration: ${problems}`);
+  }
+  return r.data;
+}

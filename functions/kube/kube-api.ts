@@ -1,0 +1,115 @@
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { z } from 'zod';
+import {
+  DeploymentSchema,
+  GatewayClassSchema,
+  GatewayConfigurationSchema,
+  GatewaySchema,
+  L34RouteSchema,
+  type Deployment,
+  type Gateway,
+  type GatewayClass,
+  type GatewayConfiguration,
+  type L34Route,
+} from '../reconcile/schemas.js';
+import { isNotFound } from './classify-error.js';
+
+// The one typed doorway to the API server. Every object goes through the
+// generic custom-objects client so that what we read is the plain JSON the
+// server sent (no client-side model classes turning timestamps into Dates),
+// and it is parsed by the same zod schemas the planner is typed by.
+
+export interface Ref {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export const GATEWAYS: Ref = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways' };
+export const GATEWAY_CLASSES: Ref = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gatewayclasses' };
+export const GATEWAY_CONFIGURATIONS: Ref = { group: 'meridio-2.nordix.org', version: 'v1alpha1', plural: 'gatewayconfigurations' };
+export const L34ROUTES: Ref = { group: 'meridio-2.nordix.org', version: 'v1alpha1', plural: 'l34routes' };
+export const DEPLOYMENTS: Ref = { group: 'apps', version: 'v1', plural: 'deployments' };
+export const EVENTS: Ref = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
+
+/** An object the API server sent that does not have the shape we rely on. */
+export class MalformedObjectError extends Error {
+  override readonly name = 'MalformedObjectError';
+}
+
+function parse<S extends z.ZodType>(schema: S, what: string, value: unknown): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    throw new MalformedObjectError(`${what} has an unexpected shape: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return r.data;
+}
+
+export interface KubeApi {
+  getGateway(namespace: string, name: string): Promise<Gateway | null>;
+  getGatewayClass(name: string): Promise<GatewayClass | null>;
+  getGatewayConfiguration(namespace: string, name: string): Promise<GatewayConfiguration | null>;
+  getDeployment(namespace: string, name: string): Promise<Deployment | null>;
+  listL34Routes(namespace: string): Promise<L34Route[]>;
+  listGateways(namespace?: string): Promise<Gateway[]>;
+  createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
+  replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
+  /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
+  replaceGatewayStatus(gateway: Gateway): Promise<Gateway>;
+  createEvent(namespace: string, body: Record<string, unknown>): Promise<unknown>;
+  getEvent(namespace: string, name: string): Promise<Record<string, unknown> | null>;
+  replaceEvent(namespace: string, name: string, body: Record<string, unknown>): Promise<unknown>;
+}
+
+export function kubeApi(kc: KubeConfig): KubeApi {
+  const api = kc.makeApiClient(CustomObjectsApi);
+
+  const get = async <S extends z.ZodType>(ref: Ref, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
+    try {
+      const raw: unknown = namespace === undefined
+        ? await api.getClusterCustomObject({ ...ref, name })
+        : await api.getNamespacedCustomObject({ ...ref, namespace, name });
+      return parse(schema, `${ref.plural} ${namespace ? `${namespace}/` : ''}${name}`, raw);
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  };
+
+  const list = async <S extends z.ZodType>(ref: Ref, schema: S, namespace?: string): Promise<z.output<S>[]> => {
+    const raw = (namespace === undefined
+      ? await api.listClusterCustomObject({ ...ref })
+      : await api.listNamespacedCustomObject({ ...ref, namespace })) as { items?: unknown[] };
+    return (raw.items ?? []).map((item, i) => parse(schema, `${ref.plural} item ${i}`, item));
+  };
+
+  return {
+    getGateway: (namespace, name) => get(GATEWAYS, GatewaySchema, namespace, name),
+    getGatewayClass: (name) => get(GATEWAY_CLASSES, GatewayClassSchema, undefined, name),
+    getGatewayConfiguration: (namespace, name) => get(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema, namespace, name),
+    getDeployment: (namespace, name) => get(DEPLOYMENTS, DeploymentSchema, namespace, name),
+    listL34Routes: (namespace) => list(L34ROUTES, L34RouteSchema, namespace),
+    listGateways: (namespace) => list(GATEWAYS, GatewaySchema, namespace),
+    createDeployment: async (namespace, body) =>
+      parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
+    replaceDeployment: async (namespace, body) =>
+      parse(DeploymentSchema, 'updated Deployment', await api.replaceNamespacedCustomObject({ ...DEPLOYMENTS, namespace, name: body.metadata.name, body })),
+    replaceGatewayStatus: async (gateway) =>
+      parse(GatewaySchema, 'Gateway status', await api.replaceNamespacedCustomObjectStatus({
+        ...GATEWAYS,
+        namespace: gateway.metadata.namespace ?? '',
+        name: gateway.metadata.name,
+        body: gateway,
+      })),
+    createEvent: (namespace, body) => api.createNamespacedCustomObject({ ...EVENTS, namespace, body }),
+    getEvent: async (namespace, name) => {
+      try {
+        return (await api.getNamespacedCustomObject({ ...EVENTS, namespace, name })) as Record<string, unknown>;
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    },
+    replaceEvent: (namespace, name, body) => api.replaceNamespacedCustomObject({ ...EVENTS, namespace, name, body }),
+  };
+}

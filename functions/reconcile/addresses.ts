@@ -1,0 +1,52 @@
+// Gateway status.addresses: the VIPs of the L34Routes attached to the Gateway.
+import { formatIp, parseCidr } from './cidr.js';
+import type { Gateway, L34Route } from './schemas.js';
+
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+export const ADDRESS_TYPE_IP = 'IPAddress';
+
+export interface StatusAddress {
+  type: string;
+  value: string;
+}
+
+// An L34Route has exactly one parent; a route listing several is invalid and
+// contributes nothing, rather than its VIPs appearing on several Gateways.
+export function routeAttachesTo(route: L34Route, gateway: Gateway): boolean {
+  const refs = route.spec.parentRefs;
+  if (refs.length !== 1) return false;
+  const [ref] = refs;
+  if (ref === undefined) return false;
+  return (
+    (ref.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
+    (ref.kind ?? 'Gateway') === 'Gateway' &&
+    (ref.namespace || route.metadata.namespace) === gateway.metadata.namespace &&
+    ref.name === gateway.metadata.name
+  );
+}
+
+// A VIP is a host prefix (/32 or /128); anything else is not an address and
+// is skipped. Values are written in canonical form so that "2001:DB8::0001/128"
+// and "2001:db8::1/128" are one address, then sorted as strings (the order
+// Meridio-2 uses) for a stable status.
+export function gatewayAddresses(gateway: Gateway, routes: L34Route[]): StatusAddress[] {
+  const values = new Set<string>();
+  for (const route of routes) {
+    if (!routeAttachesTo(route, gateway)) continue;
+    for (const text of route.spec.destinationCIDRs) {
+      const cidr = parseCidr(text);
+      if (cidr === null || cidr.prefix !== (cidr.family === 4 ? 32 : 128)) continue;
+      values.add(formatIp({ family: cidr.family, value: cidr.network }));
+    }
+  }
+  return [...values]
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .map((value) => ({ type: ADDRESS_TYPE_IP, value }));
+}
+
+export function addressesEqual(a: StatusAddress[], b: Array<{ type?: string | undefined; value: string }>): boolean {
+  return (
+    a.length === b.length &&
+    a.every((x, i) => x.value === b[i]?.value && x.type === (b[i]?.type ?? ADDRESS_TYPE_IP))
+  );
+}

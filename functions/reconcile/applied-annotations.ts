@@ -1,0 +1,82 @@
+// The only persisted state of the controller: annotations on the Deployment
+// that record which inputs its spec was rendered from. They are part of the
+// rendered object, so they reach the API server in the same request as the
+// spec they describe, and never otherwise.
+import { z } from 'zod';
+import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
+
+export const APPLIED_CONFIGURATION_NAME = 'meridio-2.nordix.org/applied-gatewayconfiguration-name';
+export const APPLIED_CONFIGURATION_UID = 'meridio-2.nordix.org/applied-gatewayconfiguration-uid';
+export const APPLIED_CONFIGURATION_GENERATION = 'meridio-2.nordix.org/applied-gatewayconfiguration-generation';
+export const APPLIED_GATEWAY_GENERATION = 'meridio-2.nordix.org/applied-gateway-generation';
+export const TEMPLATE_HASH = 'meridio-2.nordix.org/template-hash';
+
+const Generation = z
+  .string()
+  .regex(/^(0|[1-9][0-9]*)$/)
+  .transform(Number);
+
+// Read back from a live Deployment: all five must be present and well formed,
+// otherwise nothing is known to be applied.
+const AppliedAnnotationsSchema = z
+  .object({
+    [APPLIED_CONFIGURATION_NAME]: z.string().min(1),
+    [APPLIED_CONFIGURATION_UID]: z.string(),
+    [APPLIED_CONFIGURATION_GENERATION]: Generation,
+    [APPLIED_GATEWAY_GENERATION]: Generation,
+    [TEMPLATE_HASH]: z.string().min(1),
+  })
+  .transform((a) => ({
+    configurationName: a[APPLIED_CONFIGURATION_NAME],
+    configurationUid: a[APPLIED_CONFIGURATION_UID],
+    configurationGeneration: a[APPLIED_CONFIGURATION_GENERATION],
+    gatewayGeneration: a[APPLIED_GATEWAY_GENERATION],
+    templateHash: a[TEMPLATE_HASH],
+  }));
+
+export type AppliedState = z.output<typeof AppliedAnnotationsSchema>;
+
+export function currentState(
+  gateway: Gateway,
+  configuration: GatewayConfiguration,
+  templateHash: string,
+): AppliedState {
+  return {
+    configurationName: configuration.metadata.name,
+    configurationUid: configuration.metadata.uid ?? '',
+    configurationGeneration: configuration.metadata.generation ?? 0,
+    gatewayGeneration: gateway.metadata.generation ?? 0,
+    templateHash,
+  };
+}
+
+export function appliedAnnotations(state: AppliedState): Record<string, string> {
+  return {
+    [APPLIED_CONFIGURATION_NAME]: state.configurationName,
+    [APPLIED_CONFIGURATION_UID]: state.configurationUid,
+    [APPLIED_CONFIGURATION_GENERATION]: String(state.configurationGeneration),
+    [APPLIED_GATEWAY_GENERATION]: String(state.gatewayGeneration),
+    [TEMPLATE_HASH]: state.templateHash,
+  };
+}
+
+export function readAppliedState(deployment: Deployment | null): AppliedState | null {
+  const parsed = AppliedAnnotationsSchema.safeParse(deployment?.metadata.annotations ?? {});
+  return parsed.success ? parsed.data : null;
+}
+
+export function sameState(a: AppliedState | null, b: AppliedState | null): boolean {
+  if (a === null || b === null) return a === b;
+  return sameConfiguration(a, b) && a.gatewayGeneration === b.gatewayGeneration && a.templateHash === b.templateHash;
+}
+
+// The uid matters: a GatewayConfiguration deleted and re-created under the
+// same name starts again at generation 1.
+export function sameConfiguration(a: AppliedState | null, b: AppliedState | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    a.configurationName === b.configurationName &&
+    a.configurationUid === b.configurationUid &&
+    a.configurationGeneration === b.configurationGeneration
+  );
+}

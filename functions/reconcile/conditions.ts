@@ -1,0 +1,63 @@
+// Gateway conditions: the types this controller owns, and an idempotent upsert
+// in the manner of apimachinery's meta.SetStatusCondition.
+import type { Condition } from './schemas.js';
+
+export const CONDITION_ACCEPTED = 'Accepted';
+export const CONDITION_PROGRAMMED = 'Programmed';
+export const CONDITION_APPLIED = 'meridio-2.nordix.org/GatewayConfigurationApplied';
+export const CONDITION_LB_AVAILABLE = 'meridio-2.nordix.org/LoadBalancerAvailable';
+
+export type ConditionStatus = Condition['status'];
+
+export interface ConditionSpec {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  observedGeneration: number;
+}
+
+export function findCondition(conditions: Condition[], type: string): Condition | undefined {
+  return conditions.find((c) => c.type === type);
+}
+
+// Same status, reason, message and generation; the time is not compared.
+export function sameCondition(a: ConditionSpec | Condition | undefined, b: ConditionSpec | Condition | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return (
+    a.type === b.type &&
+    a.status === b.status &&
+    a.reason === b.reason &&
+    a.message === b.message &&
+    a.observedGeneration === b.observedGeneration
+  );
+}
+
+// Conditions of other types (other controllers', or ones we do not set this
+// time) stay exactly where and as they are. A condition we set keeps its place
+// in the list; new ones are appended in the order given, so the list order
+// never depends on anything but the inputs. lastTransitionTime moves only when
+// the status does.
+export function upsertConditions(existing: Condition[], desired: ConditionSpec[], now: string): Condition[] {
+  const out = existing.map((c) => structuredClone(c));
+  for (const spec of desired) {
+    const index = out.findIndex((c) => c.type === spec.type);
+    const previous = index < 0 ? undefined : out[index];
+    const condition: Condition = {
+      type: spec.type,
+      status: spec.status,
+      observedGeneration: spec.observedGeneration,
+      lastTransitionTime:
+        previous !== undefined && previous.status === spec.status ? previous.lastTransitionTime : now,
+      reason: spec.reason,
+      message: spec.message,
+    };
+    if (index < 0) out.push(condition);
+    else out[index] = condition;
+  }
+  return out;
+}
+
+export function conditionsEqualIgnoringTime(a: Condition[], b: Condition[]): boolean {
+  return a.length === b.length && a.every((c, i) => sameCondition(c, b[i]));
+}

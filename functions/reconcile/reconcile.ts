@@ -1,0 +1,136 @@
+import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
+import type { KubeApi } from '../kube/kube-api.js';
+import { observe } from './observe.js';
+import { plan } from './plan.js';
+import type { Observed, Outcome, Plan, WriteFailure } from './plan-types.js';
+import { recordEvent } from './record-event.js';
+import type { Settings } from './render-deployment.js';
+import type { Deployment } from './schemas.js';
+import type { Template } from './template.js';
+
+// The imperative shell around the pure planner: observe → plan → apply →
+// report, for exactly one Gateway. Everything it knows it reads from the API
+// server in this invocation; nothing is remembered between invocations.
+
+export interface ReconcileDeps {
+  api: KubeApi;
+  template: Template;
+  settings: Settings;
+  clock: () => Date;
+  /** Names this replica in Events. */
+  instance: string;
+}
+
+export interface ReconcileResult {
+  outcome: Outcome | 'error';
+  /** True when the caller should answer 503 so the event is delivered again. */
+  retry: boolean;
+  deploymentWritten: boolean;
+  statusWritten: boolean;
+  eventsWritten: number;
+  attempts: number;
+  /** The API failure that decided the outcome, if any. */
+  error?: ClassifiedError;
+}
+
+/** Bounded: a conflict means someone else wrote in between; re-observing settles it within a few rounds. */
+export const MAX_ATTEMPTS = 5;
+
+/** Conditions use second precision, like every Kubernetes controller's metav1.Time. */
+function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+class ConflictRetry extends Error {}
+
+export async function reconcile(
+  key: { namespace: string; name: string },
+  deps: ReconcileDeps,
+  options: { retriesExhausted?: { message: string } } = {},
+): Promise<ReconcileResult> {
+  const result: ReconcileResult = { outcome: 'error', retry: false, deploymentWritten: false, statusWritten: false, eventsWritten: 0, attempts: 0 };
+  for (;;) {
+    result.attempts++;
+    try {
+      await attempt(key, deps, options, result);
+      return result;
+    } catch (err) {
+      if (err instanceof ConflictRetry && result.attempts < MAX_ATTEMPTS) continue;
+      const c = err instanceof ConflictRetry ? { class: 'transient' as const, message: `still conflicting after ${MAX_ATTEMPTS} attempts` } : classifyError(err);
+      if (!c) throw err;
+      // Reads failed, or a conflict would not settle: nothing was decided, so
+      // let the event come again.
+      result.outcome = 'error';
+      result.retry = true;
+      result.error = c;
+      return result;
+    }
+  }
+}
+
+async function attempt(
+  key: { namespace: string; name: string },
+  deps: ReconcileDeps,
+  options: { retriesExhausted?: { message: string } },
+  result: ReconcileResult,
+): Promise<void> {
+  const now = deps.clock();
+  const observed: Observed = {
+    ...(await observe(deps.api, key, { template: deps.template, settings: deps.settings, now: rfc3339(now) })),
+    ...(options.retriesExhausted ? { retriesExhausted: options.retriesExhausted } : {}),
+  };
+  let final: Plan = plan(observed);
+  result.outcome = final.outcome;
+  if (final.outcome === 'not-found') return;
+
+  const action = final.deployment;
+  if (action.action !== 'none') {
+    let written: Deployment | undefined;
+    let failure: WriteFailure | undefined;
+    try {
+      written = action.action === 'create'
+        ? await deps.api.createDeployment(key.namespace, action.object)
+        : await deps.api.replaceDeployment(key.namespace, action.object);
+      result.deploymentWritten = true;
+    } catch (err) {
+      const c = classifyError(err);
+      if (!c) throw err;
+      if (c.class === 'conflict') throw new ConflictRetry(c.message);
+      // A create refused for a reason that will not go away by itself is a
+      // permanent failure of provisioning, not a passing one.
+      const permanent = action.action === 'create' && c.class === 'persistent';
+      failure = { class: permanent ? 'permanent' : c.class, ...(c.code !== undefined ? { code: c.code } : {}), message: c.message };
+      result.error = c;
+    }
+    final = plan(
+      written
+        ? { ...observed, deployment: written, write: { ok: true, before: observed.deployment } }
+        : { ...observed, write: { ok: false, failure: failure as WriteFailure } },
+    );
+    result.outcome = final.outcome;
+    // Every failed write asks for redelivery except a permanent one, which
+    // waits for the user to change something (that change is an event too).
+    result.retry = failure !== undefined && failure.class !== 'permanent';
+  }
+
+  const gateway = observed.gateway;
+  if (gateway && final.status && final.statusChanged) {
+    try {
+      await deps.api.replaceGatewayStatus({ ...gateway, status: { ...gateway.status, conditions: final.status.conditions, addresses: final.status.addresses.map((a) => ({ ...a })) } });
+      result.statusWritten = true;
+    } catch (err) {
+      const c = classifyError(err);
+      if (!c) throw err;
+      if (c.class === 'conflict') throw new ConflictRetry(c.message);
+      result.error ??= c;
+      result.retry = true;
+    }
+  }
+
+  if (gateway) {
+    for (const ev of final.events) {
+      const r = await recordEvent(deps.api, gateway, ev, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
+      if (r.ok) result.eventsWritten++;
+    }
+  }
+}

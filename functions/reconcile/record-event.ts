@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import { classifyError } from '../kube/classify-error.js';
+import type { KubeApi } from '../kube/kube-api.js';
+import type { PlannedEvent } from './plan-types.js';
+import type { Gateway } from './schemas.js';
+
+export interface EventContext {
+  controllerName: string;
+  instance: string;
+  now: Date;
+}
+
+/** metav1.MicroTime wants exactly six fractional digits. */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/**
+ * A stable name per Gateway and message, so that the same failure repeated on
+ * every retry bumps one Event's series count instead of creating a new object
+ * each time.
+ */
+export function eventName(gateway: Gateway, ev: PlannedEvent): string {
+  const digest = createHash('sha256').update(`${gateway.metadata.uid ?? ''}\n${ev.type}\n${ev.reason}\n${ev.note}`).digest('hex').slice(0, 12);
+  return `${gateway.metadata.name}.${digest}`;
+}
+
+/**
+ * Writes one events.k8s.io/v1 Event about the Gateway: create, or on
+ * AlreadyExists bump the existing Event's series. Best effort: an Event that
+ * cannot be written must not change the reconcile's outcome, so failures are
+ * returned, not thrown.
+ */
+export async function recordEvent(api: KubeApi, gateway: Gateway, ev: PlannedEvent, ctx: EventContext): Promise<{ ok: boolean; error?: string }> {
+  const namespace = gateway.metadata.namespace ?? '';
+  const name = eventName(gateway, ev);
+  const body = {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: { name, namespace },
+    eventTime: microTime(ctx.now),
+    reportingController: ctx.controllerName,
+    reportingInstance: ctx.instance.slice(0, 128),
+    action: ev.action,
+    reason: ev.reason,
+    // The API server caps note at 1 kB.
+    note: ev.note.length > 1024 ? `${ev.note.slice(0, 1021)}...` : ev.note,
+    type: ev.type,
+    regarding: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gateway.metadata.name, namespace, uid: gateway.metadata.uid },
+  };
+  try {
+    await api.createEvent(namespace, body);
+    return { ok: true };
+  } catch (err) {
+    const c = classifyError(err);
+    if (c?.class !== 'conflict') return { ok: false, error: c?.message ?? String(err) };
+  }
+  try {
+    const existing = await api.getEvent(namespace, name);
+    if (!existing) return { ok: false, error: `event ${name} vanished` };
+    const series = existing.series as { count?: number } | undefined;
+    const count = (series?.count ?? 1) + 1;
+    await api.replaceEvent(namespace, name, { ...existing, series: { count, lastObservedTime: microTime(ctx.now) } });
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: classifyError(err)?.message ?? String(err) };
+  }
+}

@@ -1,0 +1,280 @@
+// Schemas for the objects the reconcile reads from the API server.
+//
+// Every object schema is loose: unknown fields pass through untouched, because
+// the update body of a Deployment is the live object with our fields overlaid,
+// and anything we dropped here would be erased on the server. Only the fields
+// the planner reads are typed.
+import { z } from 'zod';
+
+const StringMap = z.record(z.string(), z.string());
+
+export const OwnerReferenceSchema = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().optional(),
+  blockOwnerDeletion: z.boolean().optional(),
+});
+
+export const ObjectMetaSchema = z.looseObject({
+  name: z.string(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  generation: z.number().int().optional(),
+  resourceVersion: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  labels: StringMap.optional(),
+  annotations: StringMap.optional(),
+  ownerReferences: z.array(OwnerReferenceSchema).optional(),
+});
+
+// metav1.Condition. The message defaults to empty because the Go type always
+// serialises it, but hand-written objects (and other controllers) may omit it.
+export const ConditionSchema = z.looseObject({
+  type: z.string().min(1),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.number().int().optional(),
+  lastTransitionTime: z.string(),
+  reason: z.string(),
+  message: z.string().default(''),
+});
+
+export const GatewayAddressSchema = z.looseObject({
+  type: z.string().optional(),
+  value: z.string(),
+});
+
+export const ParametersRefSchema = z.looseObject({
+  group: z.string(),
+  kind: z.string(),
+  name: z.string(),
+});
+
+export const GatewaySchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: z.looseObject({
+    gatewayClassName: z.string(),
+    infrastructure: z
+      .looseObject({
+        labels: StringMap.optional(),
+        annotations: StringMap.optional(),
+        parametersRef: ParametersRefSchema.optional(),
+      })
+      .optional(),
+  }),
+  status: z
+    .looseObject({
+      conditions: z.array(ConditionSchema).optional(),
+      addresses: z.array(GatewayAddressSchema).optional(),
+    })
+    .optional(),
+});
+
+export const GatewayClassSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: z.looseObject({
+    controllerName: z.string(),
+  }),
+});
+
+// Kubernetes quantities arrive as strings from the API server, but YAML
+// written by people (and CRDs, which do not canonicalise) may carry numbers.
+export const QuantitySchema = z.union([z.string(), z.number()]);
+export const ResourceListSchema = z.record(z.string(), QuantitySchema);
+
+export const ResourceRequirementsSchema = z.looseObject({
+  requests: ResourceListSchema.optional(),
+  limits: ResourceListSchema.optional(),
+  claims: z.array(z.looseObject({ name: z.string() })).optional(),
+});
+
+export const ResizePolicySchema = z.looseObject({
+  resourceName: z.string(),
+  restartPolicy: z.string(),
+});
+
+// The CRD defaults (type/attachmentType NAD, replicas 2, enforceReplicas true,
+// enforceResources false) are repeated here: objects built in tests or read
+// from an older CRD version may lack them. Missing NAD fields parse as empty
+// strings so that validation can name the gap instead of failing the parse.
+export const NetworkAttachmentSchema = z.looseObject({
+  description: z.string().optional(),
+  type: z.string().default('NAD'),
+  nad: z
+    .looseObject({
+      name: z.string().default(''),
+      namespace: z.string().default(''),
+      interface: z.string().default(''),
+    })
+    .optional(),
+});
+
+export const InternalSubnetSchema = z.looseObject({
+  attachmentType: z.string().default('NAD'),
+  cidr: z.string().default(''),
+});
+
+export const ContainerArgsSchema = z.looseObject({
+  name: z.string(),
+  resources: ResourceRequirementsSchema.optional(),
+  enforceResources: z.boolean().default(false),
+  resizePolicy: z.array(ResizePolicySchema).optional(),
+});
+
+export const GatewayConfigurationSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: z
+    .looseObject({
+      networkAttachments: z.array(NetworkAttachmentSchema).default([]),
+      internalSubnets: z.array(InternalSubnetSchema).default([]),
+      horizontalScaling: z
+        .looseObject({
+          replicas: z.number().int().default(2),
+          enforceReplicas: z.boolean().default(true),
+        })
+        .prefault({}),
+      verticalScaling: z
+        .looseObject({
+          containers: z.array(ContainerArgsSchema).optional(),
+        })
+        .optional(),
+    })
+    .prefault({}),
+});
+
+export const ParentRefSchema = z.looseObject({
+  group: z.string().optional(),
+  kind: z.string().optional(),
+  namespace: z.string().optional(),
+  name: z.string(),
+});
+
+export const L34RouteSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: z
+    .looseObject({
+      parentRefs: z.array(ParentRefSchema).default([]),
+      destinationCIDRs: z.array(z.string()).default([]),
+    })
+    .prefault({}),
+});
+
+export const LabelSelectorSchema = z.looseObject({
+  matchLabels: StringMap.optional(),
+  matchExpressions: z
+    .array(
+      z.looseObject({
+        key: z.string(),
+        operator: z.string(),
+        values: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
+});
+
+export const EnvVarSchema = z.looseObject({
+  name: z.string(),
+  value: z.string().optional(),
+  valueFrom: z
+    .looseObject({
+      fieldRef: z
+        .looseObject({
+          apiVersion: z.string().optional(),
+          fieldPath: z.string(),
+        })
+        .optional(),
+    })
+    .optional(),
+});
+
+export const ContainerSchema = z.looseObject({
+  name: z.string(),
+  image: z.string().optional(),
+  env: z.array(EnvVarSchema).optional(),
+  resources: ResourceRequirementsSchema.optional(),
+  resizePolicy: z.array(ResizePolicySchema).optional(),
+});
+
+export const PodAffinityTermSchema = z.looseObject({
+  labelSelector: LabelSelectorSchema.optional(),
+  topologyKey: z.string().optional(),
+});
+
+export const PodAntiAffinitySchema = z.looseObject({
+  requiredDuringSchedulingIgnoredDuringExecution: z.array(PodAffinityTermSchema).optional(),
+  preferredDuringSchedulingIgnoredDuringExecution: z
+    .array(z.looseObject({ weight: z.number(), podAffinityTerm: PodAffinityTermSchema }))
+    .optional(),
+});
+
+export const PodSpecSchema = z.looseObject({
+  containers: z.array(ContainerSchema),
+  initContainers: z.array(ContainerSchema).optional(),
+  serviceAccountName: z.string().optional(),
+  // Deprecated alias the API server still fills in from serviceAccountName.
+  serviceAccount: z.string().optional(),
+  affinity: z.looseObject({ podAntiAffinity: PodAntiAffinitySchema.optional() }).optional(),
+  readinessGates: z.array(z.looseObject({ conditionType: z.string() })).optional(),
+});
+
+export const PodTemplateSpecSchema = z.looseObject({
+  metadata: z
+    .looseObject({
+      labels: StringMap.optional(),
+      annotations: StringMap.optional(),
+    })
+    .optional(),
+  spec: PodSpecSchema,
+});
+
+export const DeploymentSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: z.looseObject({
+    replicas: z.number().int().optional(),
+    selector: LabelSelectorSchema.optional(),
+    template: PodTemplateSpecSchema,
+  }),
+  status: z
+    .looseObject({
+      observedGeneration: z.number().int().optional(),
+      replicas: z.number().int().optional(),
+      readyReplicas: z.number().int().optional(),
+      availableReplicas: z.number().int().optional(),
+      updatedReplicas: z.number().int().optional(),
+    })
+    .optional(),
+});
+
+export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
+export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
+export type Condition = z.infer<typeof ConditionSchema>;
+export type GatewayAddress = z.infer<typeof GatewayAddressSchema>;
+export type Gateway = z.infer<typeof GatewaySchema>;
+export type GatewayClass = z.infer<typeof GatewayClassSchema>;
+export type Quantity = z.infer<typeof QuantitySchema>;
+export type ResourceRequirements = z.infer<typeof ResourceRequirementsSchema>;
+export type ResizePolicy = z.infer<typeof ResizePolicySchema>;
+export type NetworkAttachment = z.infer<typeof NetworkAttachmentSchema>;
+export type InternalSubnet = z.infer<typeof InternalSubnetSchema>;
+export type ContainerArgs = z.infer<typeof ContainerArgsSchema>;
+export type GatewayConfiguration = z.infer<typeof GatewayConfigurationSchema>;
+export type ParentRef = z.infer<typeof ParentRefSchema>;
+export type L34Route = z.infer<typeof L34RouteSchema>;
+export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
+export type EnvVar = z.infer<typeof EnvVarSchema>;
+export type Container = z.infer<typeof ContainerSchema>;
+export type PodAffinityTerm = z.infer<typeof PodAffinityTermSchema>;
+export type PodSpec = z.infer<typeof PodSpecSchema>;
+export type PodTemplateSpec = z.infer<typeof PodTemplateSpecSchema>;
+export type Deployment = z.infer<typeof DeploymentSchema>;

@@ -1,0 +1,115 @@
+import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
+import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
+import { GatewaySchema, type Condition, type Gateway } from '../../functions/reconcile/schemas.js';
+import { adminConfig } from './cluster.js';
+import { CONTROLLER_NAME } from './reconciler.js';
+
+// Objects the tests create as the admin (the user), and ways to read back
+// what the controller did.
+
+const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjectsApi);
+
+export const APPLIED = 'meridio-2.nordix.org/GatewayConfigurationApplied';
+export const LB_AVAILABLE = 'meridio-2.nordix.org/LoadBalancerAvailable';
+
+export type Spec = Record<string, unknown>;
+
+export function configurationSpec(overrides: Spec = {}): Spec {
+  return {
+    networkAttachments: [{ type: 'NAD', nad: { name: 'app-net', namespace: 'default', interface: 'net1' } }],
+    internalSubnets: [{ attachmentType: 'NAD', cidr: '172.16.0.0/24' }],
+    horizontalScaling: { replicas: 2, enforceReplicas: true },
+    ...overrides,
+  };
+}
+
+export async function createClass(name: string, controllerName = CONTROLLER_NAME): Promise<void> {
+  await custom().createClusterCustomObject({ ...GATEWAY_CLASSES, body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name }, spec: { controllerName } } });
+}
+
+export async function createConfiguration(namespace: string, name: string, spec: Spec = configurationSpec()): Promise<{ metadata: { uid: string; generation: number } }> {
+  return (await custom().createNamespacedCustomObject({
+    ...GATEWAY_CONFIGURATIONS,
+    namespace,
+    body: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', metadata: { name }, spec },
+  })) as { metadata: { uid: string; generation: number } };
+}
+
+export function gatewayBody(name: string, className: string, configName?: string, infra: Spec = {}): Spec {
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name },
+    spec: {
+      gatewayClassName: className,
+      ...(configName || Object.keys(infra).length > 0
+        ? { infrastructure: { ...infra, ...(configName ? { parametersRef: { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: configName } } : {}) } }
+        : {}),
+      listeners: [{ name: 'default', protocol: 'TCP', port: 80 }],
+    },
+  };
+}
+
+export async function createGateway(namespace: string, name: string, className: string, configName?: string, infra: Spec = {}): Promise<Gateway> {
+  return GatewaySchema.parse(await custom().createNamespacedCustomObject({ ...GATEWAYS, namespace, body: gatewayBody(name, className, configName, infra) }));
+}
+
+export async function createRoute(namespace: string, name: string, gateway: string, vips: string[]): Promise<void> {
+  await custom().createNamespacedCustomObject({
+    ...L34ROUTES,
+    namespace,
+    body: {
+      apiVersion: 'meridio-2.nordix.org/v1alpha1',
+      kind: 'L34Route',
+      metadata: { name },
+      spec: {
+        parentRefs: [{ name: gateway }],
+        destinationCIDRs: vips,
+        protocols: ['TCP'],
+        priority: 1,
+        destinationPorts: ['80'],
+        sourceCIDRs: ['0.0.0.0/0'],
+        sourcePorts: ['any'],
+      },
+    },
+  });
+}
+
+/** Read-modify-write of any namespaced object's spec as the admin, retrying on 409 like a user would. */
+export async function editSpec(ref: Ref, namespace: string, name: string, edit: (spec: Spec) => Spec): Promise<{ metadata: { generation: number } }> {
+  for (let i = 0; ; i++) {
+    const live = (await custom().getNamespacedCustomObject({ ...ref, namespace, name })) as { spec: Spec; metadata: Spec };
+    try {
+      return (await custom().replaceNamespacedCustomObject({ ...ref, namespace, name, body: { ...live, spec: edit(live.spec) } })) as { metadata: { generation: number } };
+    } catch (err) {
+      if (i > 5 || !(err instanceof Error && 'code' in err && (err as { code: number }).code === 409)) throw err;
+    }
+  }
+}
+
+export async function deleteObject(ref: Ref, namespace: string, name: string): Promise<void> {
+  await custom().deleteNamespacedCustomObject({ ...ref, namespace, name });
+}
+
+export async function readGateway(namespace: string, name: string): Promise<Gateway> {
+  return GatewaySchema.parse(await custom().getNamespacedCustomObject({ ...GATEWAYS, namespace, name }));
+}
+
+/** The raw status JSON, for byte-for-byte comparisons. */
+export async function rawStatus(namespace: string, name: string): Promise<string> {
+  const gw = (await custom().getNamespacedCustomObject({ ...GATEWAYS, namespace, name })) as { status?: unknown };
+  return JSON.stringify(gw.status);
+}
+
+export function condition(gw: Gateway, type: string): Condition | undefined {
+  return gw.status?.conditions?.find((c) => c.type === type);
+}
+
+export async function readDeployment(namespace: string, name: string): Promise<V1Deployment> {
+  return adminConfig().makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name });
+}
+
+/** The raw Deployment JSON (no client-side model conversion). */
+export async function rawDeployment(namespace: string, name: string): Promise<Record<string, unknown> & { metadata: { annotations?: Record<string, string>; resourceVersion: string; generation: number } }> {
+  return (await custom().getNamespacedCustomObject({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })) as never;
+}
