@@ -50,7 +50,7 @@ export function parseQuantity(quantity: Quantity): Rational | null {
   const binary = BINARY[suffix];
   if (binary !== undefined) {
     num *= binary;
-  } else if (/^[eE]/.test(suffix)) {
+  } else if (/^[eE].+/.test(suffix)) {
     exponent += Number(suffix.slice(1));
   } else {
     exponent += DECIMAL_EXPONENT[suffix] ?? 0;

@@ -113,3 +113,16 @@ export async function readDeployment(namespace: string, name: string): Promise<V
 export async function rawDeployment(namespace: string, name: string): Promise<Record<string, unknown> & { metadata: { annotations?: Record<string, string>; resourceVersion: string; generation: number } }> {
   return (await custom().getNamespacedCustomObject({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })) as never;
 }
+
+export interface EventSummary {
+  type: string;
+  reason: string;
+  note: string;
+  series?: { count: number };
+  regarding?: { name?: string };
+}
+
+export async function listEvents(namespace: string): Promise<EventSummary[]> {
+  const list = (await custom().listNamespacedCustomObject({ group: 'events.k8s.io', version: 'v1', namespace, plural: 'events' })) as { items: EventSummary[] };
+  return list.items;
+}
