@@ -60,12 +60,15 @@ interface Context {
   ours: Deployment | null;
 }
 
-const NOTHING: Omit<Plan, 'outcome'> = { deployment: { action: 'none' }, status: null, statusChanged: false, events: [] };
+// A fresh object each time: callers may append to `events`.
+function nothing(outcome: Outcome): Plan {
+  return { deployment: { action: 'none' }, status: null, statusChanged: false, events: [], outcome };
+}
 
 export function plan(observed: Observed): Plan {
   const { gateway } = observed;
   // Deleted, or being deleted: the garbage collector removes the Deployment.
-  if (gateway === null || gateway.metadata.deletionTimestamp !== undefined) return { ...NOTHING, outcome: 'not-found' };
+  if (gateway === null || gateway.metadata.deletionTimestamp !== undefined) return nothing('not-found');
   if (!classIsOurs(observed, gateway)) return planNotOurs(observed, gateway);
 
   const namespace = gateway.metadata.namespace ?? observed.key.namespace;
@@ -104,7 +107,7 @@ function planNotOurs(observed: Observed, gateway: Gateway): Plan {
   const stored = gateway.status?.conditions ?? [];
   const accepted = findCondition(stored, CONDITION_ACCEPTED);
   if (accepted?.status !== 'True' || accepted.message !== acceptedMessage(observed.settings.controllerName)) {
-    return { ...NOTHING, outcome: 'not-ours' };
+    return nothing('not-ours');
   }
   const conditions = upsertConditions(
     stored,

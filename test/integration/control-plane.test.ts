@@ -108,7 +108,8 @@ describe('the real control plane', () => {
         const current = await apps.readNamespacedDeployment({ namespace: ns(), name: 'frozen' });
         current.spec!.replicas = (current.spec!.replicas ?? 1) + 1;
         const f = await failureOf(apps.replaceNamespacedDeployment({ namespace: ns(), name: 'frozen', body: current })).catch(() => undefined);
-        return f;
+        // 409: the deployment controller wrote status in between; read again.
+        return f?.code === 409 ? undefined : f;
       }, { timeoutMs: 30000, intervalMs: 200 });
       expect(failure.code).toBe(422);
       expect(failure.message).toContain(message);
