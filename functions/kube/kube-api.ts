@@ -52,6 +52,7 @@ export interface KubeApi {
   getDeployment(namespace: string, name: string): Promise<Deployment | null>;
   listL34Routes(namespace: string): Promise<L34Route[]>;
   listGateways(namespace?: string): Promise<Gateway[]>;
+  listGatewayClasses(): Promise<GatewayClass[]>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
@@ -90,6 +91,7 @@ export function kubeApi(kc: KubeConfig): KubeApi {
     getDeployment: (namespace, name) => get(DEPLOYMENTS, DeploymentSchema, namespace, name),
     listL34Routes: (namespace) => list(L34ROUTES, L34RouteSchema, namespace),
     listGateways: (namespace) => list(GATEWAYS, GatewaySchema, namespace),
+    listGatewayClasses: () => list(GATEWAY_CLASSES, GatewayClassSchema),
     createDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
     replaceDeployment: async (namespace, body) =>

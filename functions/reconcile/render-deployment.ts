@@ -29,8 +29,9 @@ export const GATEWAY_NAME_ENV = 'MERIDIO_GATEWAY_NAME';
 export const DEPLOYMENT_PREFIX = 'sllbr-';
 export const LABEL_APP = 'app';
 export const LABEL_GATEWAY_NAME = 'gateway.networking.k8s.io/gateway-name';
-export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'gateway-controller.meridio-2.nordix.org';
+// The ApiServerSource selects LB Deployments by this label (events/types.ts).
+export { MANAGED_BY_LABEL as LABEL_MANAGED_BY, MANAGED_BY_VALUE as MANAGED_BY } from '../../events/types.js';
+import { MANAGED_BY_LABEL as LABEL_MANAGED_BY, MANAGED_BY_VALUE as MANAGED_BY } from '../../events/types.js';
 export const READINESS_GATE_IPV4 = 'meridio-2.nordix.org/ipv4-connectivity';
 export const READINESS_GATE_IPV6 = 'meridio-2.nordix.org/ipv6-connectivity';
 export const GATEWAY_API_VERSION = 'gateway.networking.k8s.io/v1';

@@ -1,0 +1,172 @@
+import type { CloudEventV1 } from 'cloudevents';
+import { z } from 'zod';
+import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_TYPE, WATCHED_KINDS, type WatchedKind } from './types.js';
+
+// Every CloudEvent the function accepts, parsed into one tagged union. Event
+// content is a hint, never the truth (the reconcile reads current state), so
+// the schemas demand only what routing needs and pass the rest through.
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export const ObjectName = z.string().min(1).max(253).regex(DNS_SUBDOMAIN, 'must be a DNS subdomain (lower case, digits, "-" and ".")');
+export const NamespaceName = z.string().min(1).max(63).regex(DNS_LABEL, 'must be a DNS label (lower case, digits and "-")');
+
+export const GatewayKey = z.strictObject({ namespace: NamespaceName, name: ObjectName });
+export type GatewayKey = z.infer<typeof GatewayKey>;
+
+const OwnerRef = z.looseObject({ apiVersion: z.string(), kind: z.string(), name: z.string(), uid: z.string().optional(), controller: z.boolean().optional() });
+
+/** The part of a watched object that dispatch reads (Resource mode data). */
+export const WatchedObject = z.looseObject({
+  apiVersion: z.string().max(253),
+  kind: z.string().max(63),
+  metadata: z.looseObject({
+    name: ObjectName,
+    namespace: NamespaceName.optional(),
+    uid: z.string().max(128).optional(),
+    ownerReferences: z.array(OwnerRef).max(64).optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+  }),
+  spec: z.looseObject({}).optional(),
+  status: z.looseObject({}).optional(),
+});
+export type WatchedObject = z.infer<typeof WatchedObject>;
+
+/** Reference mode data. */
+export const ObjectReference = z.looseObject({
+  apiVersion: z.string().max(253),
+  kind: z.string().max(63),
+  name: ObjectName,
+  namespace: NamespaceName.optional(),
+});
+
+export const ReconcileData = z.looseObject({
+  namespace: NamespaceName,
+  name: ObjectName,
+  /** What triggered the fan-out, for logs only. */
+  cause: z.looseObject({ type: z.string().max(256), id: z.string().max(256), subject: z.string().max(1024).optional() }).optional(),
+});
+export type ReconcileData = z.infer<typeof ReconcileData>;
+
+export type Action = 'add' | 'update' | 'delete';
+
+export type Incoming =
+  | {
+      kind: 'apiserver';
+      mode: 'resource' | 'ref';
+      action: Action;
+      resource: { apiVersion: string; kind: WatchedKind; name: string; namespace: string | undefined };
+      /** Resource mode only: the object as the event carried it (the new one on update, the last one on delete). */
+      object: WatchedObject | undefined;
+    }
+  | { kind: 'reconcile'; key: GatewayKey; cause: ReconcileData['cause'] }
+  | { kind: 'ping' }
+  | { kind: 'dead-letter'; key: GatewayKey; error: { code: number | undefined; destination: string | undefined; data: string | undefined } }
+  /** Well-formed but not for us: answered 2xx and logged. */
+  | { kind: 'ignored'; reason: string };
+
+export class BadEvent extends Error {
+  override readonly name = 'BadEvent';
+}
+
+function issues(e: z.ZodError): string {
+  return e.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+}
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new BadEvent(`${what}: ${issues(r.error)}`);
+  return r.data;
+}
+
+/** The API group each watched kind must come from: another project's "Gateway" is not ours. */
+const KIND_GROUPS: Record<WatchedKind, string> = {
+  Gateway: 'gateway.networking.k8s.io',
+  GatewayClass: 'gateway.networking.k8s.io',
+  GatewayConfiguration: 'meridio-2.nordix.org',
+  L34Route: 'meridio-2.nordix.org',
+  Deployment: 'apps',
+};
+
+function watchedKind(apiVersion: string, kind: string): WatchedKind | undefined {
+  if (!(WATCHED_KINDS as readonly string[]).includes(kind)) return undefined;
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  return KIND_GROUPS[kind as WatchedKind] === group ? (kind as WatchedKind) : undefined;
+}
+
+const RESOURCE_ACTIONS = new Map<string, Action>(Object.entries(API_SOURCE_RESOURCE_TYPES).map(([a, t]) => [t, a as Action]));
+const REF_ACTIONS = new Map<string, Action>(Object.entries(API_SOURCE_REF_TYPES).map(([a, t]) => [t, a as Action]));
+
+function data(event: CloudEventV1<unknown>): unknown {
+  // The SDK leaves non-JSON payloads as strings or buffers: they are not ours to guess at.
+  if (event.data === undefined) throw new BadEvent('the event has no data');
+  return event.data;
+}
+
+function str(event: CloudEventV1<unknown>, name: string): string | undefined {
+  const v = (event as unknown as Record<string, unknown>)[name];
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+}
+
+/** Knative dead-letter extensions, when present. */
+function deadLetterError(event: CloudEventV1<unknown>): { code: number | undefined; destination: string | undefined; data: string | undefined } | undefined {
+  const code = str(event, 'knativeerrorcode');
+  const destination = str(event, 'knativeerrordest');
+  const raw = str(event, 'knativeerrordata');
+  if (code === undefined && destination === undefined && raw === undefined) return undefined;
+  const n = code === undefined ? undefined : Number(code);
+  // knativeerrordata is the base64 of the last response body.
+  const decoded = raw === undefined ? undefined : Buffer.from(raw, 'base64').toString('utf8').slice(0, 1024);
+  return { code: n !== undefined && Number.isInteger(n) ? n : undefined, destination: destination?.slice(0, 1024), data: decoded };
+}
+
+/**
+ * Classifies a CloudEvent. Throws BadEvent (answered 400) for a malformed
+ * event of a type we handle; returns `ignored` for a well-formed event we do
+ * not handle. `deadLetterPath` is true when it arrived on the dead-letter path.
+ */
+export function parseIncoming(event: CloudEventV1<unknown>, deadLetterPath = false): Incoming {
+  const type = event.type;
+  const dead = deadLetterError(event);
+  if (deadLetterPath || dead) {
+    if (type !== RECONCILE_TYPE) return { kind: 'ignored', reason: `dead-lettered event of type ${type}: only reconcile requests are recorded` };
+    const d = parse(ReconcileData, data(event), 'reconcile data');
+    return { kind: 'dead-letter', key: { namespace: d.namespace, name: d.name }, error: dead ?? { code: undefined, destination: undefined, data: undefined } };
+  }
+  if (type === RECONCILE_TYPE) {
+    const d = parse(ReconcileData, data(event), 'reconcile data');
+    return { kind: 'reconcile', key: { namespace: d.namespace, name: d.name }, cause: d.cause };
+  }
+  if (type === PING_TYPE) return { kind: 'ping' };
+
+  const resourceAction = RESOURCE_ACTIONS.get(type);
+  const refAction = REF_ACTIONS.get(type);
+  const action = resourceAction ?? refAction;
+  if (action === undefined) return { kind: 'ignored', reason: `event type ${type} is not handled` };
+
+  const kindExt = str(event, 'kind');
+  if (resourceAction !== undefined) {
+    const object = parse(WatchedObject, data(event), 'ApiServerSource resource data');
+    if (kindExt !== undefined && kindExt !== object.kind) throw new BadEvent(`kind extension ${kindExt} does not match data.kind ${object.kind}`);
+    const kind = watchedKind(object.apiVersion, object.kind);
+    if (!kind) return { kind: 'ignored', reason: `${object.apiVersion} ${object.kind} is not watched` };
+    return {
+      kind: 'apiserver',
+      mode: 'resource',
+      action,
+      resource: { apiVersion: object.apiVersion, kind, name: object.metadata.name, namespace: object.metadata.namespace },
+      object,
+    };
+  }
+  const ref = parse(ObjectReference, data(event), 'ApiServerSource reference data');
+  const kind = watchedKind(ref.apiVersion, ref.kind);
+  if (!kind) return { kind: 'ignored', reason: `${ref.apiVersion} ${ref.kind} is not watched` };
+  return {
+    kind: 'apiserver',
+    mode: 'ref',
+    action,
+    resource: { apiVersion: ref.apiVersion, kind, name: ref.name, namespace: ref.namespace },
+    object: undefined,
+  };
+}

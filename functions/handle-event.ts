@@ -1,0 +1,90 @@
+import type { GatewayKey, Incoming } from '../events/incoming.js';
+import { keysForApiEvent, keysForResync, type DispatchScope } from './dispatch/dispatch.js';
+import { fanOut } from './dispatch/fan-out.js';
+import { classifyError } from './kube/classify-error.js';
+import type { KubeApi } from './kube/kube-api.js';
+import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
+
+// Routes one parsed event to dispatch, reconcile or the dead-letter record,
+// and turns what happened into the HTTP status Knative acts on: 2xx done,
+// 503 deliver again.
+
+export interface HandlerDeps {
+  api: KubeApi;
+  reconcile: ReconcileDeps;
+  scope: DispatchScope;
+  /** K_SINK: where fan-out reconcile requests go. Without it, several Gateways are reconciled in-process. */
+  sink: string | undefined;
+  /** In-process reconciles at once when there is no sink. */
+  localConcurrency?: number;
+}
+
+export interface Handled {
+  status: 202 | 204 | 503;
+  outcome: string;
+  gateway?: string;
+  gateways?: number;
+  detail?: string;
+}
+
+const keyText = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
+
+function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
+  return {
+    status: r.retry ? 503 : 204,
+    outcome: r.outcome,
+    gateway: keyText(key),
+    ...(r.error ? { detail: `${r.error.class}${r.error.code ? ` ${r.error.code}` : ''}: ${r.error.message}` } : {}),
+  };
+}
+
+async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { type: string; id: string }): Promise<Handled> {
+  if (keys.length === 0) return { status: 204, outcome: 'no-gateway-affected', gateways: 0 };
+  // One Gateway: reconcile it in this invocation, no extra hop.
+  if (keys.length === 1) return fromReconcile(keys[0] as GatewayKey, await reconcile(keys[0] as GatewayKey, deps.reconcile));
+  if (deps.sink) {
+    const r = await fanOut(keys, cause, { sink: deps.sink });
+    if (r.failed.length > 0) {
+      return { status: 503, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
+    }
+    return { status: 204, outcome: 'fanned-out', gateways: keys.length };
+  }
+  let next = 0;
+  let retry = 0;
+  const worker = async (): Promise<void> => {
+    while (next < keys.length) {
+      const r = await reconcile(keys[next++] as GatewayKey, deps.reconcile);
+      if (r.retry) retry++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(deps.localConcurrency ?? 4, keys.length) }, worker));
+  return { status: retry > 0 ? 503 : 204, outcome: retry > 0 ? 'some-need-retry' : 'reconciled-locally', gateways: keys.length };
+}
+
+export async function handleEvent(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }): Promise<Handled> {
+  try {
+    switch (incoming.kind) {
+      case 'ignored':
+        return { status: 202, outcome: 'ignored', detail: incoming.reason };
+      case 'reconcile':
+        return fromReconcile(incoming.key, await reconcile(incoming.key, deps.reconcile));
+      case 'dead-letter': {
+        const e = incoming.error;
+        const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
+        const r = await reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } });
+        // Only a transient failure is worth another delivery here.
+        const transient = r.error?.class === 'transient' && r.outcome === 'error';
+        return { ...fromReconcile(incoming.key, r), status: transient ? 503 : 204, outcome: `dead-letter:${r.outcome}` };
+      }
+      case 'ping':
+        return await reconcileMany(await keysForResync(deps.api, deps.scope), deps, event);
+      case 'apiserver':
+        return await reconcileMany(await keysForApiEvent(deps.api, deps.scope, incoming), deps, event);
+    }
+  } catch (err) {
+    const c = classifyError(err);
+    if (!c) throw err;
+    // Dispatch could not read what it needed: let the event come again.
+    return { status: 503, outcome: 'dispatch-read-failed', detail: `${c.class}${c.code ? ` ${c.code}` : ''}: ${c.message}` };
+  }
+}

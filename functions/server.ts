@@ -1,0 +1,154 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { HTTP, type CloudEventV1 } from 'cloudevents';
+import { BadEvent, parseIncoming, type Incoming } from '../events/incoming.js';
+import { PATHS } from '../events/types.js';
+import type { Handled } from './handle-event.js';
+
+// The function's HTTP front door, following the Knative Functions contract
+// (one handler for CloudEvents on POST /, plus health endpoints) on plain
+// node:http: it starts faster and holds less memory than a framework, and the
+// CloudEvents binding itself is the SDK's.
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ServerOptions {
+  bodyLimitBytes: number;
+  log: Logger;
+  handle(incoming: Incoming, event: { type: string; id: string }): Promise<Handled>;
+  /** Readiness beyond "not draining" (e.g. configuration loaded). */
+  ready?(): boolean;
+}
+
+export interface FunctionServer {
+  server: Server;
+  /** Stops accepting work (503), waits for in-flight events, then closes. */
+  drain(timeoutMs: number): Promise<void>;
+  inFlight(): number;
+}
+
+class HttpError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const JSON_TYPES = /^(application\/(json|cloudevents\+json)|[a-z]+\/[a-z0-9.+-]*\+json)\s*(;|$)/i;
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    return Promise.reject(new HttpError(413, `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new HttpError(413, `request body exceeds the limit of ${limit} bytes`));
+        req.pause();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function toCloudEvent(req: IncomingMessage, body: string): CloudEventV1<unknown> {
+  const contentType = req.headers['content-type'];
+  if (contentType === undefined || contentType === '') throw new HttpError(415, 'missing Content-Type: send a CloudEvent in binary mode (application/json data) or structured mode (application/cloudevents+json)');
+  if (/^application\/cloudevents-batch\+json/i.test(contentType)) throw new HttpError(415, 'batched CloudEvents are not accepted: send one event per request');
+  if (!JSON_TYPES.test(contentType)) throw new HttpError(415, `unsupported Content-Type "${contentType.slice(0, 100)}": event data must be JSON`);
+  let parsed: CloudEventV1<unknown> | CloudEventV1<unknown>[];
+  try {
+    parsed = HTTP.toEvent({ headers: req.headers, body });
+  } catch (err) {
+    throw new HttpError(400, `not a valid CloudEvent: ${err instanceof Error ? err.message : String(err)}`.slice(0, 500));
+  }
+  if (Array.isArray(parsed)) throw new HttpError(415, 'batched CloudEvents are not accepted: send one event per request');
+  return parsed;
+}
+
+function reply(res: ServerResponse, status: number, message?: string): void {
+  if (res.headersSent) return;
+  if (message === undefined) {
+    // An empty body: Knative takes a non-empty 2xx body as a reply event.
+    res.writeHead(status, { 'content-length': '0' });
+    res.end();
+    return;
+  }
+  const body = `${JSON.stringify({ error: message })}\n`;
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body).toString() });
+  res.end(body);
+}
+
+export function createFunctionServer(opts: ServerOptions): FunctionServer {
+  let draining = false;
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
+
+  const server = createServer((req, res) => {
+    void (async () => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (req.method === 'GET' && path === PATHS.live) return reply(res, 200);
+      if (req.method === 'GET' && path === PATHS.ready) return reply(res, !draining && (opts.ready?.() ?? true) ? 200 : 503);
+      if (path !== PATHS.events && path !== PATHS.deadLetter) return reply(res, 404, `no route for ${path}`);
+      if (req.method !== 'POST') return reply(res, 405, 'POST a CloudEvent');
+      if (draining) {
+        res.setHeader('retry-after', '1');
+        return reply(res, 503, 'shutting down');
+      }
+      inFlight++;
+      const started = performance.now();
+      let event: CloudEventV1<unknown> | undefined;
+      try {
+        const body = await readBody(req, opts.bodyLimitBytes);
+        event = toCloudEvent(req, body);
+        const incoming = parseIncoming(event, path === PATHS.deadLetter);
+        const handled = await opts.handle(incoming, { type: event.type, id: event.id });
+        opts.log.info({ eventId: event.id, type: event.type, gateway: handled.gateway, gateways: handled.gateways, outcome: handled.outcome, status: handled.status, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+        reply(res, handled.status);
+      } catch (err) {
+        const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;
+        const message = err instanceof Error ? err.message : String(err);
+        const entry = { eventId: event?.id, type: event?.type, outcome: status === 500 ? 'internal-error' : 'rejected', status, detail: message, durationMs: Math.round(performance.now() - started) };
+        if (status === 500) opts.log.error({ ...entry, stack: err instanceof Error ? err.stack : undefined }, 'event failed');
+        else opts.log.warn(entry, 'event rejected');
+        if (status === 413) res.setHeader('connection', 'close');
+        reply(res, status, message);
+      } finally {
+        inFlight--;
+        if (inFlight === 0) idle?.();
+      }
+    })();
+  });
+  // A slow or stuck client must not hold a connection (and the drain) forever.
+  server.requestTimeout = 60000;
+  server.headersTimeout = 15000;
+
+  return {
+    server,
+    inFlight: () => inFlight,
+    drain: async (timeoutMs) => {
+      draining = true;
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((r) => { idle = r; }),
+          new Promise<void>((r) => setTimeout(r, timeoutMs).unref()),
+        ]);
+      }
+      await new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeIdleConnections();
+      });
+    },
+  };
+}

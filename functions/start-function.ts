@@ -1,0 +1,50 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import type { Config } from './config.js';
+import { handleEvent } from './handle-event.js';
+import { kubeApi } from './kube/kube-api.js';
+import { loadTemplate } from './reconcile/template.js';
+import { createFunctionServer, type FunctionServer } from './server.js';
+
+export interface RunningFunction extends FunctionServer {
+  port: number;
+}
+
+/** Wires configuration, API access, template and server together and listens. */
+export async function startFunction(config: Config, kc: KubeConfig): Promise<RunningFunction> {
+  const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
+  const template = loadTemplate(config.TEMPLATE_PATH);
+  const api = kubeApi(kc);
+  const deps = {
+    api,
+    reconcile: {
+      api,
+      template,
+      settings: { controllerName: config.CONTROLLER_NAME, lbServiceAccount: config.LB_SERVICE_ACCOUNT },
+      clock: () => new Date(),
+      instance: config.POD_NAME,
+    },
+    scope: { controllerName: config.CONTROLLER_NAME, namespaces: config.WATCH_NAMESPACES },
+    sink: config.K_SINK,
+  };
+  if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
+  const fn = createFunctionServer({
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    log,
+    handle: (incoming, event) => handleEvent(incoming, deps, event),
+  });
+  await new Promise<void>((resolve, reject) => {
+    fn.server.once('error', reject);
+    fn.server.listen(config.PORT, () => resolve());
+  });
+  const addr = fn.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
+  log.info({ port, controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES }, 'listening');
+  return { ...fn, port };
+}
+
+export function defaultKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
