@@ -1,0 +1,162 @@
+import { AdmissionregistrationV1Api, AppsV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { HTTP } from 'cloudevents';
+import { pingEvent } from '../../events/outgoing.js';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
+import { GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { adminConfig, serviceAccountConfig, statusOf, useNamespace } from '../support/cluster.js';
+import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
+import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type FunctionProcess } from '../support/processes.js';
+import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
+
+// The whole event path with real parts: kube-apiserver → the Knative
+// ApiServerSource receive adapter (built from knative.dev/eventing) → the
+// compiled function server → reconcile → the API server. K_SINK points the
+// function's fan-out back at itself, a valid Knative wiring without a Broker.
+
+const ADAPTER_RESOURCES = [
+  { group: 'gateway.networking.k8s.io', version: 'v1', resource: 'gateways' },
+  { group: 'gateway.networking.k8s.io', version: 'v1', resource: 'gatewayclasses' },
+  { group: 'meridio-2.nordix.org', version: 'v1alpha1', resource: 'gatewayconfigurations' },
+  { group: 'meridio-2.nordix.org', version: 'v1alpha1', resource: 'l34routes' },
+  { group: 'apps', version: 'v1', resource: 'deployments', selector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
+];
+
+async function adapterIdentity(namespace: string): Promise<string> {
+  const rbac = adminConfig().makeApiClient(RbacAuthorizationV1Api);
+  const name = `apiserversource-${namespace}`;
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name },
+      rules: [
+        { apiGroups: ['gateway.networking.k8s.io'], resources: ['gateways', 'gatewayclasses'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: ['meridio-2.nordix.org'], resources: ['gatewayconfigurations', 'l34routes'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch'] },
+      ],
+    },
+  });
+  const { kc } = await serviceAccountConfig(namespace, 'apiserversource');
+  await rbac.createClusterRoleBinding({
+    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name: 'apiserversource', namespace }] },
+  });
+  const token = (kc.getCurrentUser()?.token ?? '') as string;
+  return writeTokenKubeconfig(token);
+}
+
+async function post(url: string, event: ReturnType<typeof pingEvent>): Promise<number> {
+  const m = HTTP.binary(event);
+  const res = await fetch(url, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
+  return res.status;
+}
+
+describe('end to end with the real ApiServerSource adapter', () => {
+  const ns = useNamespace('e2e');
+  let fn: FunctionProcess | undefined;
+  let adapter: AdapterProcess | undefined;
+  let fnEnv: Record<string, string>;
+  let cls: string;
+
+  beforeEach(async () => {
+    const controller = await controllerIdentity(ns());
+    cls = `meridio-${ns()}`;
+    await createClass(cls);
+    const token = (controller.kc.getCurrentUser()?.token ?? '') as string;
+    fnEnv = { KUBECONFIG: writeTokenKubeconfig(token), WATCH_NAMESPACES: ns(), CONTROLLER_NAME };
+    fn = await startFunctionProcess(fnEnv);
+    adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: `${fn.url}/`, namespaces: [ns()], resources: ADAPTER_RESOURCES });
+    // The adapter sends nothing for what exists when it starts, and its
+    // watches open asynchronously: touch a probe object until its event
+    // reaches the function.
+    await createConfiguration(ns(), 'probe', configurationSpec());
+    let n = 0;
+    await waitFor('the adapter to deliver events', async () => {
+      await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'probe', (s) => ({ ...s, horizontalScaling: { replicas: 1 + (++n % 5), enforceReplicas: true } }));
+      return fn!.logs.some((l) => typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/probe')) ? true : undefined;
+    }, { timeoutMs: 30000, intervalMs: 500 });
+  });
+
+  afterEach(async () => {
+    await adapter?.stop();
+    await fn?.stop();
+  });
+
+  const programmedAndApplied = (gw: string, generation?: string) => async (): Promise<true | undefined> => {
+    const g = await readGateway(ns(), gw).catch(() => undefined);
+    if (!g || condition(g, 'Programmed')?.status !== 'True' || condition(g, APPLIED)?.status !== 'True') return undefined;
+    if (generation === undefined) return true;
+    const d = await rawDeployment(ns(), `sllbr-${gw}`);
+    return d.metadata.annotations?.[APPLIED_CONFIGURATION_GENERATION] === generation ? true : undefined;
+  };
+
+  it('a Gateway and its GatewayConfiguration become Programmed and Applied', async () => {
+    await createConfiguration(ns(), 'cfg');
+    await createGateway(ns(), 'gw', cls, 'cfg');
+    await waitFor('gw Programmed and Applied', programmedAndApplied('gw'), { timeoutMs: 30000 });
+  });
+
+  it('one GatewayConfiguration shared by 3 Gateways, edited once, re-applies all 3, each in its own invocation', async () => {
+    await createConfiguration(ns(), 'shared');
+    for (const g of ['a', 'b', 'c']) await createGateway(ns(), g, cls, 'shared');
+    for (const g of ['a', 'b', 'c']) await waitFor(`${g} applied`, programmedAndApplied(g, '1'), { timeoutMs: 30000 });
+    const mark = fn!.logs.length;
+    await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'shared', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
+    for (const g of ['a', 'b', 'c']) await waitFor(`${g} re-applied`, programmedAndApplied(g, '2'), { timeoutMs: 30000 });
+    // The dispatch invocation logs once its fan-out posts are answered.
+    const fanned = await waitFor('the dispatch log line', () => fn!.logs.slice(mark).find((l) => l.outcome === 'fanned-out' && typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/shared')));
+    expect(fanned.gateways).toBe(3);
+    const after = fn!.logs.slice(mark);
+    const reconciles = after.filter((l) => l.type === 'org.nordix.meridio2.gateway.reconcile' && l.outcome === 'applied');
+    expect(reconciles.map((l) => l.gateway).sort()).toEqual([`${ns()}/a`, `${ns()}/b`, `${ns()}/c`]);
+  });
+
+  it('the seed scenario end to end: a denying policy gives Applied=False, and removing it recovers', async () => {
+    await createConfiguration(ns(), 'cfg');
+    await createGateway(ns(), 'gw', cls, 'cfg');
+    await waitFor('gw applied', programmedAndApplied('gw', '1'), { timeoutMs: 30000 });
+    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
+    const policy = `freeze-${ns()}`;
+    await adm.createValidatingAdmissionPolicy({
+      body: { metadata: { name: policy }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec == oldObject.spec', message: 'frozen for maintenance' }] } },
+    });
+    await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns() } } } } } });
+    try {
+      const apps = adminConfig().makeApiClient(AppsV1Api);
+      await waitFor('the policy to take effect', async () => {
+        const live = await apps.readNamespacedDeployment({ namespace: ns(), name: 'sllbr-gw' });
+        live.spec!.minReadySeconds = 9;
+        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns(), name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
+      }, { timeoutMs: 30000, intervalMs: 200 });
+      await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
+      await waitFor('Applied=False/ApplyFailed', async () => {
+        const g = await readGateway(ns(), 'gw');
+        return condition(g, APPLIED)?.reason === 'ApplyFailed' && condition(g, APPLIED)?.message.includes('frozen for maintenance') ? g : undefined;
+      }, { timeoutMs: 30000 }).then((g) => expect(condition(g, 'Programmed')?.status).toBe('True'));
+    } finally {
+      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
+      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+    }
+    // The source's retries are long spent; the periodic resync heals it.
+    await waitFor('recovery after the policy is removed', async () => {
+      expect(await post(`${fn!.url}/`, pingEvent())).toBeLessThan(300);
+      return (await programmedAndApplied('gw', '2')()) ?? undefined;
+    }, { timeoutMs: 30000, intervalMs: 500 });
+  });
+
+  it('kill -9 of the function mid-stream, restart, resync: everything converges', async () => {
+    await createConfiguration(ns(), 'cfg');
+    const names = ['k1', 'k2', 'k3', 'k4'];
+    // Events in flight when the process dies are lost to it.
+    const creating = (async () => { for (const g of names) await createGateway(ns(), g, cls, 'cfg'); })();
+    await fn!.kill9();
+    await creating;
+    await createConfiguration(ns(), 'cfg2');
+    await adminConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({ ...L34ROUTES, namespace: ns(), body: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'L34Route', metadata: { name: 'r' }, spec: { parentRefs: [{ name: 'k1' }], destinationCIDRs: ['20.0.0.9/32'], protocols: ['TCP'], priority: 1 } } });
+    fn = await startFunctionProcess(fnEnv, fn!.port);
+    expect(await post(`${fn.url}/`, pingEvent())).toBeLessThan(300);
+    for (const g of names) await waitFor(`${g} converged`, programmedAndApplied(g), { timeoutMs: 30000 });
+    expect((await readGateway(ns(), 'k1')).status?.addresses).toEqual([{ type: 'IPAddress', value: '20.0.0.9' }]);
+  });
+});
+
+void GATEWAY_CLASSES;
