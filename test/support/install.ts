@@ -1,0 +1,234 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { ApiException, ApiextensionsV1Api, loadAllYaml } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { ensureKnativeAssets } from '../../tools/knative/build.mjs';
+import { kustomizeBuild } from '../../tools/kustomize/build.mjs';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { adminConfig, clusterInfo } from './cluster.js';
+
+// Helpers for the install tests: render infra/ with the pinned kustomize, put
+// the pinned Knative CRDs on the shared control plane, and send objects to the
+// API server as server-side-apply dry runs.
+
+export const INSTALL_DIR = 'infra';
+export const SYSTEM_NAMESPACE = 'meridio-2-system';
+export const FIELD_MANAGER = 'meridio-2-install-check';
+
+/** The shape every object of a manifest must have; the rest is passed through untouched. */
+export const ManifestObjectSchema = z.looseObject({
+  apiVersion: z.string().min(1),
+  kind: z.string().min(1),
+  metadata: z.looseObject({
+    name: z.string().min(1),
+    namespace: z.string().min(1).optional(),
+  }),
+});
+export type ManifestObject = z.infer<typeof ManifestObjectSchema>;
+
+/** Parses a multi-document YAML stream; empty (comment-only) documents are skipped. */
+export function parseManifests(yaml: string, source: string): ManifestObject[] {
+  const docs: unknown[] = loadAllYaml(yaml);
+  return docs
+    .filter((d) => d !== null && d !== undefined)
+    .map((d, i) => {
+      const r = ManifestObjectSchema.safeParse(d);
+      if (!r.success) throw new Error(`${source}, document ${i + 1}: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`);
+      return r.data;
+    });
+}
+
+/** `kustomize build <dir>` with the pinned kustomize, parsed. */
+export async function buildInstall(dir: string = INSTALL_DIR): Promise<ManifestObject[]> {
+  return parseManifests(await kustomizeBuild(dir), `kustomize build ${dir}`);
+}
+
+export function describeObject(obj: ManifestObject): string {
+  const ns = obj.metadata.namespace ? `${obj.metadata.namespace}/` : '';
+  return `${obj.kind} ${ns}${obj.metadata.name} (${obj.apiVersion})`;
+}
+
+// --- HTTP as the admin, for the calls client-node has no parameter for
+// (fieldValidation on a server-side apply).
+
+interface HttpResult {
+  status: number;
+  body: string;
+}
+
+function adminRequest(method: string, path: string, body?: string, contentType?: string): Promise<HttpResult> {
+  const info = clusterInfo();
+  const url = new URL(path, info.server);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        ca: readFileSync(info.caCert),
+        cert: readFileSync(info.admin.cert),
+        key: readFileSync(info.admin.key),
+        headers: {
+          accept: 'application/json',
+          ...(body !== undefined ? { 'content-type': contentType ?? 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+        },
+        timeout: 30000,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+const ApiResourceListSchema = z.object({
+  resources: z.array(z.object({ name: z.string(), kind: z.string(), namespaced: z.boolean() })),
+});
+
+const StatusSchema = z.looseObject({ message: z.string().optional(), reason: z.string().optional() });
+
+/** Discovery: the REST path of an object's collection, and whether it is namespaced. */
+const discoveryCache = new Map<string, z.infer<typeof ApiResourceListSchema>>();
+async function resourceFor(apiVersion: string, kind: string): Promise<{ base: string; plural: string; namespaced: boolean }> {
+  const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  let list = discoveryCache.get(base);
+  if (!list) {
+    const res = await adminRequest('GET', base);
+    if (res.status !== 200) throw new Error(`discovery of ${apiVersion} failed: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+    list = ApiResourceListSchema.parse(JSON.parse(res.body));
+    discoveryCache.set(base, list);
+  }
+  const r = list.resources.find((x) => x.kind === kind && !x.name.includes('/'));
+  if (!r) throw new Error(`the API server does not serve kind ${kind} in ${apiVersion}`);
+  return { base, plural: r.name, namespaced: r.namespaced };
+}
+
+export interface ApplyOutcome {
+  object: string;
+  status: number;
+  /** The API server's message when the request failed. */
+  message?: string;
+}
+
+/**
+ * Server-side apply as the admin, with strict field validation (an unknown or
+ * duplicated field is an error, not a warning) and, by default, dryRun=All:
+ * the request passes authentication, defaulting, schema validation and
+ * admission exactly like a real one, and nothing is persisted.
+ *
+ * force=true: ownership conflicts with other field managers (an object this
+ * suite created some other way) are not what this checks; with dryRun they
+ * change nothing.
+ */
+export async function serverSideApply(obj: ManifestObject, opts: { dryRun?: boolean } = {}): Promise<ApplyOutcome> {
+  const { base, plural, namespaced } = await resourceFor(obj.apiVersion, obj.kind);
+  const ns = obj.metadata.namespace;
+  if (namespaced && !ns) throw new Error(`${describeObject(obj)} is namespaced but has no namespace`);
+  const path = `${base}${namespaced ? `/namespaces/${encodeURIComponent(ns ?? '')}` : ''}/${plural}/${encodeURIComponent(obj.metadata.name)}`;
+  const query = new URLSearchParams({ fieldManager: FIELD_MANAGER, fieldValidation: 'Strict', force: 'true' });
+  if (opts.dryRun !== false) query.set('dryRun', 'All');
+  const res = await adminRequest('PATCH', `${path}?${query.toString()}`, JSON.stringify(obj), 'application/apply-patch+yaml');
+  if (res.status >= 200 && res.status < 300) return { object: describeObject(obj), status: res.status };
+  let message = res.body;
+  try {
+    message = StatusSchema.parse(JSON.parse(res.body)).message ?? res.body;
+  } catch {
+    // not a Status: keep the raw body
+  }
+  return { object: describeObject(obj), status: res.status, message };
+}
+
+/** Whether an object exists for real (not only in a dry run). */
+export async function exists(obj: ManifestObject): Promise<boolean> {
+  const { base, plural, namespaced } = await resourceFor(obj.apiVersion, obj.kind);
+  const ns = obj.metadata.namespace ?? '';
+  const res = await adminRequest('GET', `${base}${namespaced ? `/namespaces/${encodeURIComponent(ns)}` : ''}/${plural}/${encodeURIComponent(obj.metadata.name)}`);
+  if (res.status === 404) return false;
+  if (res.status === 200) return true;
+  throw new Error(`GET ${describeObject(obj)}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+}
+
+// --- Knative CRDs on the shared control plane.
+
+const CrdSchema = z.looseObject({
+  kind: z.literal('CustomResourceDefinition'),
+  metadata: z.looseObject({ name: z.string() }),
+  spec: z.looseObject({
+    group: z.string(),
+    names: z.looseObject({ plural: z.string() }),
+    versions: z.array(z.looseObject({ name: z.string(), served: z.boolean() })),
+  }),
+});
+type Crd = z.infer<typeof CrdSchema>;
+
+function readCrds(dir: string): Crd[] {
+  const out: Crd[] = [];
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort()) {
+    const docs: unknown[] = loadAllYaml(readFileSync(join(dir, f), 'utf8'));
+    for (const d of docs) {
+      const r = CrdSchema.safeParse(d);
+      if (r.success) out.push(r.data);
+    }
+  }
+  return out;
+}
+
+export interface KnativeCrds {
+  versions: { serving: string; eventing: string };
+  /** Names of the CustomResourceDefinitions, Serving's then Eventing's. */
+  names: string[];
+  /** How many of them this call created (the rest were already there). */
+  created: number;
+}
+
+/**
+ * Installs the pinned Knative Serving and Eventing CRDs (read from their Go
+ * modules by tools/knative) on the shared control plane, unless they are
+ * there already, then waits until every one is Established and every served
+ * group/version lists it in discovery. They are left installed: other suites
+ * may use them too, and installing them is idempotent.
+ */
+export async function ensureKnativeCrds(): Promise<KnativeCrds> {
+  const assets = await ensureKnativeAssets();
+  const crds = [...readCrds(assets.servingCrds), ...readCrds(assets.eventingCrds)];
+  if (crds.length === 0) throw new Error('no Knative CRDs found');
+  const api = adminConfig().makeApiClient(ApiextensionsV1Api);
+  let created = 0;
+  for (const crd of crds) {
+    try {
+      // The client's typed body; the YAML is the authority on its shape.
+      await api.createCustomResourceDefinition({ body: crd as unknown as Parameters<ApiextensionsV1Api['createCustomResourceDefinition']>[0]['body'] });
+      created++;
+    } catch (err) {
+      if (!(err instanceof ApiException && err.code === 409)) throw err;
+    }
+  }
+  await waitFor('Knative CRDs Established', async () => {
+    for (const crd of crds) {
+      const live = await api.readCustomResourceDefinition({ name: crd.metadata.name });
+      if (!live.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return undefined;
+    }
+    return true;
+  }, { timeoutMs: 60000 });
+  // Established is not yet served: wait until discovery lists every one.
+  await waitFor('Knative CRDs in discovery', async () => {
+    for (const crd of crds) {
+      for (const v of crd.spec.versions.filter((x) => x.served)) {
+        const res = await adminRequest('GET', `/apis/${crd.spec.group}/${v.name}`);
+        if (res.status !== 200 || !res.body.includes(`"name":"${crd.spec.names.plural}"`)) return undefined;
+      }
+    }
+    return true;
+  }, { timeoutMs: 60000 });
+  discoveryCache.clear();
+  return { versions: { serving: assets.versions.serving, eventing: assets.versions.eventing }, names: crds.map((c) => c.metadata.name), created };
+}
