@@ -122,11 +122,24 @@ function deadLetterError(event: CloudEventV1<unknown>): { code: number | undefin
 }
 
 /**
+ * The context attributes every CloudEvent must carry. The SDK's HTTP binding
+ * does not insist on their types in structured mode, so they are checked here.
+ */
+export const Envelope = z.looseObject({
+  specversion: z.literal('1.0'),
+  id: z.string().min(1).max(1024),
+  source: z.string().min(1).max(4096),
+  type: z.string().min(1).max(512),
+  subject: z.string().max(4096).optional(),
+});
+
+/**
  * Classifies a CloudEvent. Throws BadEvent (answered 400) for a malformed
  * event of a type we handle; returns `ignored` for a well-formed event we do
  * not handle. `deadLetterPath` is true when it arrived on the dead-letter path.
  */
 export function parseIncoming(event: CloudEventV1<unknown>, deadLetterPath = false): Incoming {
+  parse(Envelope, event, 'CloudEvent attributes');
   const type = event.type;
   const dead = deadLetterError(event);
   if (deadLetterPath || dead) {

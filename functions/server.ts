@@ -52,7 +52,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       size += chunk.length;
       if (size > limit) {
         reject(new HttpError(413, `request body exceeds the limit of ${limit} bytes`));
-        req.pause();
+        // Discard the rest without buffering, so the client can finish
+        // sending and read the 413 (requestTimeout bounds how long).
+        req.removeAllListeners('data');
+        req.resume();
         return;
       }
       chunks.push(chunk);
@@ -67,6 +70,12 @@ function toCloudEvent(req: IncomingMessage, body: string): CloudEventV1<unknown>
   if (contentType === undefined || contentType === '') throw new HttpError(415, 'missing Content-Type: send a CloudEvent in binary mode (application/json data) or structured mode (application/cloudevents+json)');
   if (/^application\/cloudevents-batch\+json/i.test(contentType)) throw new HttpError(415, 'batched CloudEvents are not accepted: send one event per request');
   if (!JSON_TYPES.test(contentType)) throw new HttpError(415, `unsupported Content-Type "${contentType.slice(0, 100)}": event data must be JSON`);
+  // Binary mode names the spec version in a header; without it this is a
+  // plain JSON POST, not a CloudEvent (the SDK would assume 1.0).
+  const structured = /^application\/cloudevents\+json/i.test(contentType);
+  const version = req.headers['ce-specversion'];
+  if (!structured && version === undefined) throw new HttpError(400, 'not a CloudEvent: binary mode needs the ce-specversion, ce-id, ce-source and ce-type headers');
+  if (!structured && version !== '1.0') throw new HttpError(400, `unsupported CloudEvents spec version "${String(version).slice(0, 20)}": only 1.0`);
   let parsed: CloudEventV1<unknown> | CloudEventV1<unknown>[];
   try {
     parsed = HTTP.toEvent({ headers: req.headers, body });
@@ -122,7 +131,8 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
         const entry = { eventId: event?.id, type: event?.type, outcome: status === 500 ? 'internal-error' : 'rejected', status, detail: message, durationMs: Math.round(performance.now() - started) };
         if (status === 500) opts.log.error({ ...entry, stack: err instanceof Error ? err.stack : undefined }, 'event failed');
         else opts.log.warn(entry, 'event rejected');
-        if (status === 413) res.setHeader('connection', 'close');
+        // The unread rest of an oversized body is discarded, not parsed.
+        if (status === 413) req.resume();
         reply(res, status, message);
       } finally {
         inFlight--;

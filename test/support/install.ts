@@ -27,20 +27,42 @@ export const ManifestObjectSchema = z.looseObject({
 });
 export type ManifestObject = z.infer<typeof ManifestObjectSchema>;
 
-/** Parses a multi-document YAML stream; empty (comment-only) documents are skipped. */
-export function parseManifests(yaml: string, source: string): ManifestObject[] {
-  const docs: unknown[] = loadAllYaml(yaml);
-  return docs
-    .filter((d) => d !== null && d !== undefined)
-    .map((d, i) => {
-      const r = ManifestObjectSchema.safeParse(d);
-      if (!r.success) throw new Error(`${source}, document ${i + 1}: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`);
-      return r.data;
-    });
+/** One document of a manifest: its parsed identity, and its exact text. */
+export interface Manifest {
+  object: ManifestObject;
+  /**
+   * The document as written. The API server gets this text, never a
+   * re-serialization: client-node's YAML loader maps built-in kinds onto its
+   * typed models, which silently drops unknown fields (the very mistakes the
+   * install tests look for) and renames others.
+   */
+  text: string;
 }
 
-/** `kustomize build <dir>` with the pinned kustomize, parsed. */
-export async function buildInstall(dir: string = INSTALL_DIR): Promise<ManifestObject[]> {
+function meaningful(text: string): boolean {
+  return text.split('\n').some((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+}
+
+/**
+ * Splits a multi-document YAML stream at its `---` lines; documents holding
+ * only comments are skipped. The split is checked against a real YAML parse,
+ * so a `---` inside a block scalar cannot cut a document in two unnoticed.
+ */
+export function parseManifests(yaml: string, source: string): Manifest[] {
+  const chunks = yaml.split(/^---[ \t]*$/m).filter(meaningful);
+  const whole: unknown[] = loadAllYaml(yaml);
+  const count = whole.filter((d) => d !== null && d !== undefined).length;
+  if (count !== chunks.length) throw new Error(`${source}: ${chunks.length} documents by "---" lines, but ${count} by the YAML parser`);
+  return chunks.map((text, i) => {
+    const docs: unknown[] = loadAllYaml(text);
+    const r = ManifestObjectSchema.safeParse(docs[0]);
+    if (!r.success) throw new Error(`${source}, document ${i + 1}: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`);
+    return { object: r.data, text };
+  });
+}
+
+/** `kustomize build <dir>` with the pinned kustomize, split into documents. */
+export async function buildInstall(dir: string = INSTALL_DIR): Promise<Manifest[]> {
   return parseManifests(await kustomizeBuild(dir), `kustomize build ${dir}`);
 }
 
@@ -112,46 +134,91 @@ async function resourceFor(apiVersion: string, kind: string): Promise<{ base: st
   return { base, plural: r.name, namespaced: r.namespaced };
 }
 
-export interface ApplyOutcome {
-  object: string;
+/** One request's answer: its HTTP status and, when it failed, the API server's message. */
+export interface HttpOutcome {
   status: number;
-  /** The API server's message when the request failed. */
   message?: string;
 }
 
-/**
- * Server-side apply as the admin, with strict field validation (an unknown or
- * duplicated field is an error, not a warning) and, by default, dryRun=All:
- * the request passes authentication, defaulting, schema validation and
- * admission exactly like a real one, and nothing is persisted.
- *
- * force=true: ownership conflicts with other field managers (an object this
- * suite created some other way) are not what this checks; with dryRun they
- * change nothing.
- */
-export async function serverSideApply(obj: ManifestObject, opts: { dryRun?: boolean } = {}): Promise<ApplyOutcome> {
-  const { base, plural, namespaced } = await resourceFor(obj.apiVersion, obj.kind);
-  const ns = obj.metadata.namespace;
-  if (namespaced && !ns) throw new Error(`${describeObject(obj)} is namespaced but has no namespace`);
-  const path = `${base}${namespaced ? `/namespaces/${encodeURIComponent(ns ?? '')}` : ''}/${plural}/${encodeURIComponent(obj.metadata.name)}`;
-  const query = new URLSearchParams({ fieldManager: FIELD_MANAGER, fieldValidation: 'Strict', force: 'true' });
-  if (opts.dryRun !== false) query.set('dryRun', 'All');
-  const res = await adminRequest('PATCH', `${path}?${query.toString()}`, JSON.stringify(obj), 'application/apply-patch+yaml');
-  if (res.status >= 200 && res.status < 300) return { object: describeObject(obj), status: res.status };
+function outcomeOf(res: HttpResult): HttpOutcome {
+  if (res.status >= 200 && res.status < 300) return { status: res.status };
   let message = res.body;
   try {
     message = StatusSchema.parse(JSON.parse(res.body)).message ?? res.body;
   } catch {
     // not a Status: keep the raw body
   }
-  return { object: describeObject(obj), status: res.status, message };
+  return { status: res.status, message };
+}
+
+async function paths(obj: ManifestObject): Promise<{ collection: string; item: string }> {
+  const { base, plural, namespaced } = await resourceFor(obj.apiVersion, obj.kind);
+  const ns = obj.metadata.namespace;
+  if (namespaced && !ns) throw new Error(`${describeObject(obj)} is namespaced but has no namespace`);
+  const collection = `${base}${namespaced ? `/namespaces/${encodeURIComponent(ns ?? '')}` : ''}/${plural}`;
+  return { collection, item: `${collection}/${encodeURIComponent(obj.metadata.name)}` };
+}
+
+/**
+ * Server-side apply as the admin, with strict field validation (an unknown or
+ * duplicated field is an error, not a warning) and dryRun=All: the request
+ * passes authentication, defaulting, schema validation and admission exactly
+ * like a real one, and nothing is persisted. It works whether or not the
+ * object exists.
+ *
+ * force=true: ownership conflicts with other field managers (an object this
+ * suite created some other way) are not what this checks; with dryRun they
+ * change nothing.
+ *
+ * Note: kube-apiserver answers 500 ("failed to create typed patch object")
+ * when the applied object does not match the schema's types.
+ */
+export async function serverSideApplyDryRun(manifest: Manifest): Promise<HttpOutcome> {
+  const { item } = await paths(manifest.object);
+  const query = new URLSearchParams({ fieldManager: FIELD_MANAGER, fieldValidation: 'Strict', force: 'true', dryRun: 'All' });
+  return outcomeOf(await adminRequest('PATCH', `${item}?${query.toString()}`, manifest.text, 'application/apply-patch+yaml'));
+}
+
+/**
+ * A create as the admin with strict field validation and dryRun=All. Stricter
+ * than server-side apply for custom resources: under a schema node that keeps
+ * unknown fields, apply accepts a misspelled field in a nested, fully
+ * specified object (such as an ApiServerSource resource's `selector`), while
+ * a create reports it ("strict decoding error: unknown field"). The API
+ * server decodes and validates before it looks for an existing object, so a
+ * 409 AlreadyExists means everything else passed.
+ */
+export async function createDryRun(manifest: Manifest): Promise<HttpOutcome> {
+  const { collection } = await paths(manifest.object);
+  const query = new URLSearchParams({ fieldManager: FIELD_MANAGER, fieldValidation: 'Strict', dryRun: 'All' });
+  return outcomeOf(await adminRequest('POST', `${collection}?${query.toString()}`, manifest.text, 'application/yaml'));
+}
+
+export interface CheckOutcome {
+  object: string;
+  ok: boolean;
+  apply: HttpOutcome;
+  create: HttpOutcome;
+}
+
+const passed = (o: HttpOutcome): boolean => o.status >= 200 && o.status < 300;
+
+/**
+ * Both dry runs for one document. It passes when the apply succeeds and the
+ * create succeeds, or fails only because the object already exists for real
+ * (checked, not assumed).
+ */
+export async function dryRunCheck(manifest: Manifest): Promise<CheckOutcome> {
+  const apply = await serverSideApplyDryRun(manifest);
+  const create = await createDryRun(manifest);
+  const createOk = passed(create) || (create.status === 409 && (await exists(manifest.object)));
+  return { object: describeObject(manifest.object), ok: passed(apply) && createOk, apply, create };
 }
 
 /** Whether an object exists for real (not only in a dry run). */
 export async function exists(obj: ManifestObject): Promise<boolean> {
-  const { base, plural, namespaced } = await resourceFor(obj.apiVersion, obj.kind);
-  const ns = obj.metadata.namespace ?? '';
-  const res = await adminRequest('GET', `${base}${namespaced ? `/namespaces/${encodeURIComponent(ns)}` : ''}/${plural}/${encodeURIComponent(obj.metadata.name)}`);
+  const { item } = await paths(obj);
+  const res = await adminRequest('GET', item);
   if (res.status === 404) return false;
   if (res.status === 200) return true;
   throw new Error(`GET ${describeObject(obj)}: HTTP ${res.status} ${res.body.slice(0, 300)}`);

@@ -1,0 +1,274 @@
+// Fan-out against a real local HTTP sink (node:http on loopback): one binary
+// CloudEvent per Gateway, bounded concurrency, retries exactly where Knative's
+// own senders retry, and failures reported per key.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HTTP, type CloudEventV1 } from 'cloudevents';
+import { parseIncoming, type GatewayKey } from '../../events/incoming.js';
+import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
+import { fanOut } from '../../functions/dispatch/fan-out.js';
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** namespace/name from the body, '' if it did not parse. */
+  key: string;
+  /** 1 for the first request for this key, 2 for the first retry, ... */
+  attempt: number;
+}
+
+/** What the sink does with one request: answer a status, or drop the connection. */
+type Respond = (r: Received) => number | 'destroy' | 'hang' | Promise<number | 'destroy'>;
+
+interface Sink {
+  url: string;
+  received: Received[];
+  attempts(key: string): number;
+  maxInFlight(): number;
+  close(): Promise<void>;
+}
+
+const sinks: Sink[] = [];
+
+async function startSink(respond: Respond): Promise<Sink> {
+  const received: Received[] = [];
+  const perKey = new Map<string, number>();
+  let inFlight = 0;
+  let max = 0;
+  const server: Server = createServer((req, res) => {
+    inFlight++;
+    max = Math.max(max, inFlight);
+    let done = false;
+    const finish = () => {
+      if (!done) {
+        done = true;
+        inFlight--;
+      }
+    };
+    res.on('close', finish);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let key = '';
+      try {
+        const d = JSON.parse(body) as { namespace?: string; name?: string };
+        key = `${d.namespace}/${d.name}`;
+      } catch {
+        // left empty: the test asserts on it
+      }
+      const attempt = (perKey.get(key) ?? 0) + 1;
+      perKey.set(key, attempt);
+      const r: Received = { headers: req.headers, body, key, attempt };
+      received.push(r);
+      void Promise.resolve(respond(r)).then((outcome) => {
+        if (outcome === 'hang') return;
+        if (outcome === 'destroy') {
+          finish();
+          req.socket.destroy();
+          return;
+        }
+        res.writeHead(outcome, { 'content-length': '0' });
+        res.end();
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const sink: Sink = {
+    url: `http://127.0.0.1:${port}/`,
+    received,
+    attempts: (key) => perKey.get(key) ?? 0,
+    maxInFlight: () => max,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  sinks.push(sink);
+  return sink;
+}
+
+afterEach(async () => {
+  await Promise.all(sinks.splice(0).map((s) => s.close()));
+});
+
+const NS = 'team-a';
+const keys = (n: number, namespace = NS): GatewayKey[] => Array.from({ length: n }, (_, i) => ({ namespace, name: `gw${String(i).padStart(3, '0')}` }));
+const text = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
+const CAUSE = { type: PING_TYPE, id: 'ping-1' };
+/** Fast backoff: the retry logic is under test, not the waiting. */
+const FAST = { backoffMs: 1 };
+
+describe('fanOut: the events', () => {
+  it('posts one binary-mode reconcile CloudEvent per key', async () => {
+    const sink = await startSink(() => 204);
+    const ks = [...keys(3), { namespace: 'team-b', name: 'edge.gw' }];
+    const result = await fanOut(ks, CAUSE, { sink: sink.url, ...FAST });
+    expect(result).toEqual({ sent: 4, failed: [] });
+    expect(sink.received.map((r) => r.key).sort()).toEqual(ks.map(text).sort());
+    for (const r of sink.received) {
+      const [namespace, name] = r.key.split('/') as [string, string];
+      // Binary mode: attributes in ce- headers, the data alone as the JSON body.
+      expect(r.headers['content-type']).toMatch(/^application\/json/);
+      expect(r.headers['ce-specversion']).toBe('1.0');
+      expect(r.headers['ce-type']).toBe(RECONCILE_TYPE);
+      expect(r.headers['ce-type']).toBe('org.nordix.meridio2.gateway.reconcile');
+      expect(r.headers['ce-source']).toBe(RECONCILE_SOURCE);
+      expect(r.headers['ce-subject']).toBe(`namespaces/${namespace}/gateways/${name}`);
+      expect(r.headers['ce-id']).toEqual(expect.any(String));
+      expect(JSON.parse(r.body)).toEqual({ namespace, name, cause: CAUSE });
+      // What the receiving function makes of it.
+      const event = HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>;
+      expect(parseIncoming(event)).toEqual({ kind: 'reconcile', key: { namespace, name }, cause: CAUSE });
+    }
+    expect(new Set(sink.received.map((r) => r.headers['ce-id'])).size).toBe(4);
+  });
+
+  it('sends nothing for no keys', async () => {
+    const sink = await startSink(() => 204);
+    expect(await fanOut([], CAUSE, { sink: sink.url })).toEqual({ sent: 0, failed: [] });
+    expect(sink.received).toHaveLength(0);
+  });
+
+  it('any 2xx counts as sent', async () => {
+    const sink = await startSink((r) => (r.key.endsWith('0') ? 200 : 202));
+    expect(await fanOut(keys(4), CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 4, failed: [] });
+    expect(sink.received).toHaveLength(4);
+  });
+});
+
+describe('fanOut: bounded concurrency', () => {
+  /**
+   * A slow sink: it holds requests until `limit` are open at once (or every key
+   * has arrived), then answers them all after a short delay. A correct fan-out
+   * fills the pool exactly; one that ignores the bound overshoots it during the
+   * delay. The delay only gives a violation room to show: the test does not
+   * depend on it for ordering.
+   */
+  function holdingSink(limit: number, total: number): Respond {
+    let pending: ((s: number) => void)[] = [];
+    let seen = 0;
+    return () =>
+      new Promise<number>((resolve) => {
+        pending.push(resolve);
+        seen++;
+        if (pending.length === limit || seen === total) {
+          const batch = pending;
+          pending = [];
+          setTimeout(() => batch.forEach((r) => r(204)), 20);
+        }
+      });
+  }
+
+  it.each([1, 3, 5])('never has more than concurrency=%i requests in flight, and fills the pool', async (concurrency) => {
+    const ks = keys(13);
+    const sink = await startSink(holdingSink(concurrency, ks.length));
+    const result = await fanOut(ks, CAUSE, { sink: sink.url, concurrency, ...FAST });
+    expect(result).toEqual({ sent: 13, failed: [] });
+    expect(sink.maxInFlight()).toBe(concurrency);
+    expect(sink.received).toHaveLength(13);
+  });
+
+  it('defaults to 16 at once', async () => {
+    const ks = keys(40);
+    const sink = await startSink(holdingSink(16, ks.length));
+    expect(await fanOut(ks, CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 40, failed: [] });
+    expect(sink.maxInFlight()).toBe(16);
+  });
+
+  it('fewer keys than the bound: one request per key, all at once', async () => {
+    const ks = keys(2);
+    const sink = await startSink(holdingSink(2, ks.length));
+    expect(await fanOut(ks, CAUSE, { sink: sink.url, concurrency: 8, ...FAST })).toEqual({ sent: 2, failed: [] });
+    expect(sink.maxInFlight()).toBe(2);
+  });
+});
+
+describe('fanOut: retries', () => {
+  it.each([503, 500, 404, 408, 409, 429])('retries HTTP %i, then succeeds', async (status) => {
+    const sink = await startSink((r) => (r.attempt <= 2 ? status : 204));
+    const [key] = keys(1) as [GatewayKey];
+    expect(await fanOut([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(sink.attempts(text(key))).toBe(3);
+    // Every attempt is a fresh event with its own id, carrying the same data.
+    expect(new Set(sink.received.map((r) => r.body)).size).toBe(1);
+  });
+
+  it('retries a dropped connection (network error), then succeeds', async () => {
+    const sink = await startSink((r) => (r.attempt === 1 ? 'destroy' : 204));
+    const [key] = keys(1) as [GatewayKey];
+    expect(await fanOut([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(sink.attempts(text(key))).toBe(2);
+  });
+
+  it.each([400, 401, 403, 413, 415, 422])('does not retry HTTP %i: failed after one attempt', async (status) => {
+    const sink = await startSink(() => status);
+    const [key] = keys(1) as [GatewayKey];
+    const result = await fanOut([key], CAUSE, { sink: sink.url, ...FAST });
+    expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP ${status} from ${sink.url}` }] });
+    expect(sink.attempts(text(key))).toBe(1);
+  });
+
+  it('gives up after `retries` retries of a sink that stays unavailable', async () => {
+    const sink = await startSink(() => 503);
+    const [key] = keys(1) as [GatewayKey];
+    const result = await fanOut([key], CAUSE, { sink: sink.url, retries: 2, ...FAST });
+    expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP 503 from ${sink.url}` }] });
+    expect(sink.attempts(text(key))).toBe(3);
+  });
+
+  it('defaults to 3 retries (4 attempts)', async () => {
+    const sink = await startSink(() => 503);
+    const [key] = keys(1) as [GatewayKey];
+    const result = await fanOut([key], CAUSE, { sink: sink.url, ...FAST });
+    expect(result.failed).toHaveLength(1);
+    expect(sink.attempts(text(key))).toBe(4);
+  });
+
+  it('retries: 0 means one attempt', async () => {
+    const sink = await startSink(() => 503);
+    const [key] = keys(1) as [GatewayKey];
+    expect((await fanOut([key], CAUSE, { sink: sink.url, retries: 0, ...FAST })).failed).toHaveLength(1);
+    expect(sink.attempts(text(key))).toBe(1);
+  });
+
+  it('times out a sink that never answers, and retries it', async () => {
+    const sink = await startSink(() => 'hang');
+    const [key] = keys(1) as [GatewayKey];
+    const result = await fanOut([key], CAUSE, { sink: sink.url, retries: 1, timeoutMs: 100, ...FAST });
+    expect(result.sent).toBe(0);
+    expect(result.failed).toEqual([{ key, error: expect.stringMatching(/timeout|aborted/i) }]);
+    expect(sink.attempts(text(key))).toBe(2);
+  });
+
+  it('reports an unreachable sink for every key, with the network error', async () => {
+    // A port that was just free: nothing listens there.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const ks = keys(3);
+    const result = await fanOut(ks, CAUSE, { sink: `http://127.0.0.1:${port}/`, retries: 1, ...FAST });
+    expect(result.sent).toBe(0);
+    expect(result.failed.map((f) => f.key)).toEqual(expect.arrayContaining(ks));
+    expect(result.failed).toHaveLength(3);
+    for (const f of result.failed) expect(f.error).toMatch(/ECONNREFUSED|fetch failed/);
+  });
+});
+
+describe('fanOut: failures per key', () => {
+  it('reports exactly the keys that failed, and sends the rest', async () => {
+    const ks = keys(6);
+    const bad = new Set([text(ks[1]!), text(ks[4]!)]);
+    const flaky = text(ks[2]!);
+    const sink = await startSink((r) => (bad.has(r.key) ? 400 : r.key === flaky && r.attempt === 1 ? 503 : 204));
+    const result = await fanOut(ks, CAUSE, { sink: sink.url, concurrency: 2, ...FAST });
+    expect(result.sent).toBe(4);
+    expect(result.failed.map((f) => text(f.key)).sort()).toEqual([...bad].sort());
+    for (const f of result.failed) expect(f.error).toBe(`HTTP 400 from ${sink.url}`);
+    expect(sink.attempts(flaky)).toBe(2);
+    for (const k of ks) if (!bad.has(text(k)) && text(k) !== flaky) expect(sink.attempts(text(k))).toBe(1);
+  });
+});

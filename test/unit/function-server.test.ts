@@ -1,0 +1,419 @@
+// The function's HTTP front door on loopback, with real HTTP requests. The
+// handler is a stub: what is under test is the routing, the CloudEvents
+// binding, the answers Knative acts on, the body limit and the drain.
+import type { AddressInfo } from 'node:net';
+import { CloudEvent, HTTP } from 'cloudevents';
+import type { Incoming } from '../../events/incoming.js';
+import { apiServerEvent, reconcileEvent } from '../../events/outgoing.js';
+import { PATHS, RECONCILE_TYPE } from '../../events/types.js';
+import type { Handled } from '../../functions/handle-event.js';
+import { createFunctionServer, type FunctionServer, type Logger, type ServerOptions } from '../../functions/server.js';
+
+const NS = 'team-a';
+const KEY = { namespace: NS, name: 'gw1' };
+const GATEWAY = {
+  apiVersion: 'gateway.networking.k8s.io/v1',
+  kind: 'Gateway',
+  metadata: { name: 'gw1', namespace: NS, uid: 'u1' },
+  spec: { gatewayClassName: 'gc1' },
+};
+
+const silent: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+
+interface Call {
+  incoming: Incoming;
+  event: { type: string; id: string };
+}
+
+interface Started {
+  url: string;
+  fn: FunctionServer;
+  calls: Call[];
+}
+
+const started: FunctionServer[] = [];
+
+async function start(handle?: ServerOptions['handle'], extra: Partial<ServerOptions> = {}): Promise<Started> {
+  const calls: Call[] = [];
+  const fn = createFunctionServer({
+    bodyLimitBytes: 2048,
+    log: silent,
+    handle: async (incoming, event) => {
+      calls.push({ incoming, event });
+      return handle ? handle(incoming, event) : { status: 204, outcome: 'ok' };
+    },
+    ...extra,
+  });
+  started.push(fn);
+  await new Promise<void>((resolve) => fn.server.listen(0, '127.0.0.1', resolve));
+  const { port } = fn.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, fn, calls };
+}
+
+afterEach(async () => {
+  for (const fn of started.splice(0)) {
+    if (!fn.server.listening) continue;
+    fn.server.closeAllConnections();
+    await new Promise<void>((resolve) => fn.server.close(() => resolve()));
+  }
+});
+
+function post(url: string, message: { headers: Record<string, unknown>; body: unknown }): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: message.headers as Record<string, string>, body: message.body as string });
+}
+
+const binary = (e: CloudEvent<unknown>) => HTTP.binary(e);
+const structured = (e: CloudEvent<unknown>) => HTTP.structured(e);
+
+/** Binary-mode headers for a reconcile request, minus the ones named. */
+function ceHeaders(without: string[] = []): Record<string, string> {
+  const all: Record<string, string> = {
+    'content-type': 'application/json',
+    'ce-specversion': '1.0',
+    'ce-id': 'id-1',
+    'ce-source': '/test',
+    'ce-type': RECONCILE_TYPE,
+  };
+  for (const h of without) delete all[h];
+  return all;
+}
+const RECONCILE_BODY = JSON.stringify(KEY);
+
+async function expectError(res: Response, status: number, pattern?: RegExp): Promise<string> {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  const body = (await res.json()) as { error?: unknown };
+  expect(body).toEqual({ error: expect.any(String) });
+  if (pattern) expect(body.error).toMatch(pattern);
+  return body.error as string;
+}
+
+async function expectEmpty(res: Response, status: number): Promise<void> {
+  expect(res.status).toBe(status);
+  expect(await res.text()).toBe('');
+}
+
+describe('health endpoints', () => {
+  it('GET /healthz is 200', async () => {
+    const { url } = await start();
+    await expectEmpty(await fetch(`${url}${PATHS.live}`), 200);
+  });
+
+  it('GET /readyz is 200, and 503 while not ready', async () => {
+    let ready = true;
+    const { url } = await start(undefined, { ready: () => ready });
+    await expectEmpty(await fetch(`${url}${PATHS.ready}`), 200);
+    ready = false;
+    expect((await fetch(`${url}${PATHS.ready}`)).status).toBe(503);
+  });
+});
+
+describe('routing', () => {
+  it('an unknown path is 404', async () => {
+    const { url, calls } = await start();
+    await expectError(await fetch(`${url}/nope`), 404, /no route for \/nope/);
+    await expectError(await post(`${url}/events`, binary(reconcileEvent(KEY))), 404);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('GET / is 405, and so is any method but POST on an event path', async () => {
+    const { url, calls } = await start();
+    await expectError(await fetch(`${url}/`), 405, /POST a CloudEvent/);
+    await expectError(await fetch(`${url}/`, { method: 'PUT', body: '{}' }), 405);
+    await expectError(await fetch(`${url}${PATHS.deadLetter}`), 405);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('a query string does not change the route', async () => {
+    const { url, calls } = await start();
+    await expectEmpty(await post(`${url}/?x=1`, binary(reconcileEvent(KEY))), 204);
+    await expectEmpty(await fetch(`${url}${PATHS.live}?probe=1`), 200);
+    expect(calls).toHaveLength(1);
+  });
+});
+
+describe('content types', () => {
+  it('no Content-Type is 415', async () => {
+    const { url, calls } = await start();
+    // A byte body: fetch adds no Content-Type of its own.
+    const res = await fetch(`${url}/`, { method: 'POST', headers: ceHeaders(['content-type']), body: new TextEncoder().encode(RECONCILE_BODY) });
+    await expectError(res, 415, /missing Content-Type/);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('text/plain is 415', async () => {
+    const { url, calls } = await start();
+    const res = await fetch(`${url}/`, { method: 'POST', headers: { ...ceHeaders(), 'content-type': 'text/plain' }, body: RECONCILE_BODY });
+    await expectError(res, 415, /text\/plain/);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('a batch is 415', async () => {
+    const { url, calls } = await start();
+    const batch = JSON.stringify([reconcileEvent(KEY), reconcileEvent({ namespace: NS, name: 'gw2' })]);
+    const res = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: batch });
+    await expectError(res, 415, /batch/);
+    expect(calls).toHaveLength(0);
+  });
+});
+
+describe('malformed events', () => {
+  it('invalid JSON is 400 with a message', async () => {
+    const { url, calls } = await start();
+    await expectError(await fetch(`${url}/`, { method: 'POST', headers: ceHeaders(), body: '{"namespace": ' }), 400, /not a valid CloudEvent/);
+    await expectError(await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: '{oops' }), 400, /not a valid CloudEvent/);
+    expect(calls).toHaveLength(0);
+  });
+
+  it.each(['ce-id', 'ce-source', 'ce-type'])('binary mode without %s is 400', async (header) => {
+    const { url, calls } = await start();
+    const res = await fetch(`${url}/`, { method: 'POST', headers: ceHeaders([header]), body: RECONCILE_BODY });
+    await expectError(res, 400, /not a valid CloudEvent/);
+    expect(calls).toHaveLength(0);
+  });
+
+  it.each(['id', 'source', 'type', 'specversion'])('structured mode without %s is 400', async (attr) => {
+    const { url, calls } = await start();
+    const event: Record<string, unknown> = { specversion: '1.0', id: 'id-1', source: '/test', type: RECONCILE_TYPE, datacontenttype: 'application/json', data: KEY };
+    delete event[attr];
+    const res = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify(event) });
+    await expectError(res, 400, /not a valid CloudEvent/);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('a structured event that is not a JSON object is 400', async () => {
+    const { url, calls } = await start();
+    for (const body of ['[]', '"x"', '42', 'null']) {
+      const res = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body });
+      expect(res.status).toBe(400);
+    }
+    expect(calls).toHaveLength(0);
+  });
+
+  it('a well-formed CloudEvent with bad data for its type is 400, naming the field', async () => {
+    const { url, calls } = await start();
+    const e = new CloudEvent({ id: 'x', source: '/test', type: RECONCILE_TYPE, datacontenttype: 'application/json', data: { namespace: 'Bad_NS', name: 'gw1' } });
+    await expectError(await post(`${url}/`, binary(e)), 400, /namespace/);
+    expect(calls).toHaveLength(0);
+  });
+});
+
+describe('well-formed events', () => {
+  it('structured mode reaches the handler as the parsed Incoming', async () => {
+    const { url, calls } = await start();
+    const e = reconcileEvent(KEY, { type: 'cause.type', id: 'cause-1' });
+    await expectEmpty(await post(`${url}/`, structured(e)), 204);
+    expect(calls).toEqual([{ incoming: { kind: 'reconcile', key: KEY, cause: { type: 'cause.type', id: 'cause-1' } }, event: { type: RECONCILE_TYPE, id: e.id } }]);
+  });
+
+  it('binary mode reaches the handler as the parsed Incoming', async () => {
+    const { url, calls } = await start();
+    const e = apiServerEvent('update', GATEWAY, 'https://kube.test');
+    await expectEmpty(await post(`${url}/`, binary(e)), 204);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.event).toEqual({ type: 'dev.knative.apiserver.resource.update', id: e.id });
+    expect(calls[0]!.incoming).toEqual({
+      kind: 'apiserver',
+      mode: 'resource',
+      action: 'update',
+      resource: { apiVersion: GATEWAY.apiVersion, kind: 'Gateway', name: 'gw1', namespace: NS },
+      object: GATEWAY,
+    });
+  });
+
+  it('binary mode with a charset parameter works', async () => {
+    const { url, calls } = await start();
+    const res = await fetch(`${url}/`, { method: 'POST', headers: { ...ceHeaders(), 'content-type': 'application/json; charset=utf-8' }, body: RECONCILE_BODY });
+    await expectEmpty(res, 204);
+    expect(calls[0]?.incoming).toEqual({ kind: 'reconcile', key: KEY, cause: undefined });
+  });
+
+  it('a well-formed event that is not ours still reaches the handler (it answers 2xx)', async () => {
+    const { url, calls } = await start(async (incoming) => ({ status: 202, outcome: incoming.kind }));
+    const e = new CloudEvent({ id: 'x', source: '/test', type: 'com.example.other', datacontenttype: 'application/json', data: { a: 1 } });
+    await expectEmpty(await post(`${url}/`, binary(e)), 202);
+    expect(calls[0]?.incoming).toEqual({ kind: 'ignored', reason: expect.stringContaining('com.example.other') });
+  });
+
+  it('POST /dead-letter with a reconcile request gives the handler a dead-letter record', async () => {
+    const { url, calls } = await start();
+    await expectEmpty(await post(`${url}${PATHS.deadLetter}`, binary(reconcileEvent(KEY))), 204);
+    expect(calls[0]?.incoming).toEqual({ kind: 'dead-letter', key: KEY, error: { code: undefined, destination: undefined, data: undefined } });
+  });
+
+  it('the knativeerror* headers on POST / also make a dead-letter record', async () => {
+    const { url, calls } = await start();
+    const res = await fetch(`${url}/`, {
+      method: 'POST',
+      headers: { ...ceHeaders(), 'ce-knativeerrorcode': '500', 'ce-knativeerrordest': 'http://broker', 'ce-knativeerrordata': Buffer.from('boom').toString('base64') },
+      body: RECONCILE_BODY,
+    });
+    await expectEmpty(res, 204);
+    expect(calls[0]?.incoming).toEqual({ kind: 'dead-letter', key: KEY, error: { code: 500, destination: 'http://broker', data: 'boom' } });
+  });
+
+  it.each([204, 202, 503] as const)('a handled event answers the handler\'s status %i with an empty body', async (status) => {
+    const { url } = await start(async () => ({ status, outcome: 'x', detail: 'details stay in the log' }));
+    const res = await post(`${url}/`, binary(reconcileEvent(KEY)));
+    expect(res.headers.get('content-length')).toBe('0');
+    expect(res.headers.get('content-type')).toBeNull();
+    await expectEmpty(res, status);
+  });
+});
+
+describe('handler failures', () => {
+  it('a handler that throws is 500, and the server keeps serving', async () => {
+    let fail = true;
+    const errors: object[] = [];
+    const log: Logger = { ...silent, error: (obj) => errors.push(obj) };
+    const { url, calls } = await start(
+      async () => {
+        if (fail) throw new Error('kaboom');
+        return { status: 204, outcome: 'ok' };
+      },
+      { log },
+    );
+    await expectError(await post(`${url}/`, binary(reconcileEvent(KEY))), 500, /kaboom/);
+    expect(errors).toEqual([expect.objectContaining({ outcome: 'internal-error', status: 500 })]);
+    fail = false;
+    await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('logs each handled event with its id, type, outcome and duration', async () => {
+    const lines: object[] = [];
+    const log: Logger = { ...silent, info: (obj) => lines.push(obj) };
+    const { url } = await start(async () => ({ status: 204, outcome: 'reconciled', gateway: 'team-a/gw1' }), { log });
+    const e = reconcileEvent(KEY);
+    await post(`${url}/`, binary(e));
+    expect(lines).toEqual([expect.objectContaining({ eventId: e.id, type: RECONCILE_TYPE, gateway: 'team-a/gw1', outcome: 'reconciled', status: 204, durationMs: expect.any(Number) })]);
+  });
+});
+
+describe('body limit', () => {
+  const big = () => new CloudEvent({ id: 'big', source: '/test', type: RECONCILE_TYPE, datacontenttype: 'application/json', data: { ...KEY, pad: 'x'.repeat(3000) } });
+
+  it('a body under the limit is accepted', async () => {
+    const { url, calls } = await start();
+    const e = new CloudEvent({ id: 'ok', source: '/test', type: RECONCILE_TYPE, datacontenttype: 'application/json', data: { ...KEY, pad: 'x'.repeat(1900) } });
+    const message = binary(e);
+    expect(Buffer.byteLength(message.body as string)).toBeLessThanOrEqual(2048);
+    await expectEmpty(await post(`${url}/`, message), 204);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a body over the limit with a declared Content-Length is 413', async () => {
+    const { url, calls } = await start();
+    await expectError(await post(`${url}/`, binary(big())), 413, /exceeds the limit of 2048 bytes/);
+    await expectError(await post(`${url}/`, structured(big())), 413);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('a chunked body (no Content-Length) over the limit is 413', async () => {
+    const { url, calls } = await start();
+    const message = binary(big());
+    const bytes = new TextEncoder().encode(message.body as string);
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.subarray(0, 1000));
+        controller.enqueue(bytes.subarray(1000));
+        controller.close();
+      },
+    });
+    const res = await fetch(`${url}/`, { method: 'POST', headers: message.headers as Record<string, string>, body, duplex: 'half' } as RequestInit);
+    await expectError(res, 413, /exceeds the limit of 2048 bytes/);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('a chunked body that never ends is cut off at the limit', async () => {
+    const { url, calls, fn } = await start();
+    const message = binary(reconcileEvent(KEY));
+    const chunk = new Uint8Array(1024).fill(0x20);
+    // Sends a valid start, then whitespace forever (until cancelled).
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"namespace":"team-a","name":"gw1"'));
+      },
+      pull(controller) {
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${url}/`, { method: 'POST', headers: message.headers as Record<string, string>, body, duplex: 'half' } as RequestInit);
+    await expectError(res, 413);
+    expect(calls).toHaveLength(0);
+    // The request no longer counts as in flight, so it cannot hold a drain.
+    expect(fn.inFlight()).toBe(0);
+  });
+
+  it('the server keeps serving after a 413', async () => {
+    const { url, calls } = await start();
+    expect((await post(`${url}/`, binary(big()))).status).toBe(413);
+    await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
+    expect(calls).toHaveLength(1);
+  });
+});
+
+describe('graceful drain', () => {
+  it('refuses new work with 503 while in-flight work finishes, then closes', async () => {
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { url, fn, calls } = await start(async () => {
+      entered();
+      await gate;
+      return { status: 202, outcome: 'slow' };
+    });
+
+    const first = post(`${url}/`, binary(reconcileEvent(KEY)));
+    await inHandler;
+    expect(fn.inFlight()).toBe(1);
+
+    let drained = false;
+    const drain = fn.drain(5000).then(() => {
+      drained = true;
+    });
+
+    const refused = await post(`${url}/`, binary(reconcileEvent({ namespace: NS, name: 'gw2' })));
+    expect(refused.headers.get('retry-after')).toBe('1');
+    await expectError(refused, 503, /shutting down/);
+    expect((await fetch(`${url}${PATHS.ready}`)).status).toBe(503);
+    // Liveness is not readiness: a draining process is alive.
+    expect((await fetch(`${url}${PATHS.live}`)).status).toBe(200);
+    expect(drained).toBe(false);
+    expect(calls).toHaveLength(1);
+
+    release();
+    await expectEmpty(await first, 202);
+    await drain;
+    expect(fn.inFlight()).toBe(0);
+    expect(fn.server.listening).toBe(false);
+  });
+
+  it('with nothing in flight, drain closes at once', async () => {
+    const { url, fn } = await start();
+    // A kept-alive idle connection must not hold the drain.
+    await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
+    const t0 = performance.now();
+    await fn.drain(5000);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(fn.server.listening).toBe(false);
+  });
+
+  it('drain gives up waiting after its timeout, even if a handler never finishes', async () => {
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    const { url, fn } = await start(() => {
+      entered();
+      return new Promise<Handled>(() => {});
+    });
+    const stuck = post(`${url}/`, binary(reconcileEvent(KEY))).catch((err: unknown) => err);
+    await inHandler;
+    const t0 = performance.now();
+    await fn.drain(200);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(fn.server.listening).toBe(false);
+    // The stuck client sees its connection closed rather than hanging forever.
+    expect(await stuck).toBeInstanceOf(Error);
+  });
+});

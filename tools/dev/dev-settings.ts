@@ -1,0 +1,62 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { ConfigError, loadConfig, type Config } from '../../functions/config.js';
+
+// Configuration of `npm start` (dev mode): the function's own settings, as in
+// production, plus the few that only make sense locally. Parsed once with zod,
+// so a bad value stops the start with the variable named.
+
+/** Unset and empty are the same thing for a shell user. */
+const optionalNumber = (schema: z.ZodNumber) =>
+  z.preprocess((v) => (v === '' || v === undefined ? undefined : Number(v)), schema.optional());
+
+const DevEnvSchema = z.object({
+  /** 0 picks a free port (tests run several at once). */
+  PORT: optionalNumber(z.number().int().min(0).max(65535)).transform((v) => v ?? 8080),
+  /** Period of the local stand-in for the PingSource resync. */
+  RESYNC_INTERVAL_SECONDS: optionalNumber(z.number().min(1).max(86400)).transform((v) => v ?? 30),
+});
+
+export interface DevSettings {
+  /** The port to listen on; 0 means "any free one". */
+  port: number;
+  resyncIntervalMs: number;
+  /** The function's configuration, with PORT and K_SINK still to be settled by the caller. */
+  function: Config;
+}
+
+/** The checkout this file belongs to (sources or dist/), where infra/ lives. */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('package.json not found above tools/dev');
+    dir = parent;
+  }
+  return dir;
+}
+
+export function loadDevSettings(env: NodeJS.ProcessEnv, root: string): DevSettings {
+  const r = DevEnvSchema.safeParse(env);
+  if (!r.success) {
+    throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  // PORT is settled here (0 is allowed in dev mode, not by the function's
+  // schema); warn keeps the function's per-event logs from burying the table.
+  const { PORT: _port, ...rest } = env;
+  // The template is found from the checkout, so `npm start` works from any directory.
+  const fn = loadConfig({
+    ...rest,
+    LOG_LEVEL: env.LOG_LEVEL || 'warn',
+    TEMPLATE_PATH: env.TEMPLATE_PATH || join(root, 'infra', 'templates', 'lb-deployment.yaml'),
+  });
+  return { port: r.data.PORT, resyncIntervalMs: r.data.RESYNC_INTERVAL_SECONDS * 1000, function: fn };
+}
+
+/** How loadFromDefault would find a cluster: $KUBECONFIG, ~/.kube/config, or in-cluster. */
+export function clusterConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.KUBECONFIG) || existsSync(join(homedir(), '.kube', 'config')) || Boolean(env.KUBERNETES_SERVICE_HOST);
+}
