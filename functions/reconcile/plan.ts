@@ -244,10 +244,12 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
       });
     }
   }
-  if (failure !== undefined) {
+  // On the dead-letter path the last attempt's failure is part of the
+  // RetriesExhausted story, so that is the one Warning to tell.
+  if (applied.reason === 'RetriesExhausted') {
+    if (newVerdict(ctx, applied)) events.push({ type: 'Warning', reason: 'RetriesExhausted', action: 'Reconcile', note: applied.message });
+  } else if (failure !== undefined) {
     events.push({ type: 'Warning', reason: 'ApplyFailed', action: ctx.live ? 'Update' : 'Create', note: applied.message });
-  } else if (applied.reason === 'RetriesExhausted' && newVerdict(ctx, applied)) {
-    events.push({ type: 'Warning', reason: 'RetriesExhausted', action: 'Reconcile', note: applied.message });
   }
 
   const outcome: Outcome =

@@ -1,0 +1,83 @@
+import { AdmissionregistrationV1Api, AppsV1Api } from '@kubernetes/client-node';
+import { CloudEvent, HTTP } from 'cloudevents';
+import { reconcileEvent } from '../../events/outgoing.js';
+import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import { reconcile } from '../../functions/reconcile/reconcile.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { adminConfig, statusOf } from '../support/cluster.js';
+import { APPLIED, condition, editSpec, listEvents, readGateway } from '../support/fixtures.js';
+import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
+import { CONTROLLER_NAME } from '../support/reconciler.js';
+import { useWorld } from '../support/world.js';
+
+// A reconcile request whose deliveries all failed reaches the dead-letter
+// sink. If the Deployment is still stale, the Gateway says so: retries are
+// exhausted, and nothing will try again until the next change or resync.
+
+function deadLettered(ns: string, name: string): CloudEvent<unknown> {
+  const original = reconcileEvent({ namespace: ns, name });
+  return original.cloneWith({
+    knativeerrorcode: '503',
+    knativeerrordest: 'http://meridio-2-gateway-controller.meridio-2-system.svc.cluster.local/',
+    knativeerrordata: Buffer.from('{"error":"denied"}').toString('base64'),
+  }, false);
+}
+
+async function post(fn: FunctionProcess, path: string, e: CloudEvent<unknown>): Promise<number> {
+  const m = HTTP.binary(e);
+  const res = await fetch(`${fn.url}${path}`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+describe('the dead-letter path', () => {
+  const w = useWorld('dl');
+  let fn: FunctionProcess | undefined;
+  beforeEach(async () => {
+    fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig((w.r().kc.getCurrentUser()?.token ?? '') as string), WATCH_NAMESPACES: w.ns(), CONTROLLER_NAME });
+  });
+  afterEach(async () => {
+    await fn?.stop();
+  });
+
+  it('records RetriesExhausted and a Warning when the Deployment is still stale', async () => {
+    const ns = w.ns();
+    await w.setup();
+    await reconcile(w.key(), w.r().deps);
+    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
+    const policy = `freeze-${ns}`;
+    await adm.createValidatingAdmissionPolicy({ body: { metadata: { name: policy }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec == oldObject.spec', message: 'frozen' }] } } });
+    await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } } } });
+    try {
+      const apps = adminConfig().makeApiClient(AppsV1Api);
+      await waitFor('the policy to take effect', async () => {
+        const live = await apps.readNamespacedDeployment({ namespace: ns, name: 'sllbr-gw' });
+        live.spec!.minReadySeconds = 9;
+        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns, name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
+      }, { timeoutMs: 30000, intervalMs: 200 });
+      await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
+      expect(await post(fn!, '/dead-letter', deadLettered(ns, 'gw'))).toBe(204);
+      const gw = await readGateway(ns, 'gw');
+      const applied = condition(gw, APPLIED);
+      expect(applied).toMatchObject({ status: 'False', reason: 'RetriesExhausted' });
+      expect(applied?.message).toContain('503');
+      expect(applied?.message).toContain('frozen');
+      expect(condition(gw, 'Programmed')?.status).toBe('True');
+      expect((await listEvents(ns)).filter((e) => e.type === 'Warning' && e.reason === 'RetriesExhausted').length).toBe(1);
+    } finally {
+      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
+      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+    }
+  });
+
+  it('leaves a current Gateway alone (dead-lettered on the main path too)', async () => {
+    const ns = w.ns();
+    await w.setup();
+    await reconcile(w.key(), w.r().deps);
+    const before = condition(await readGateway(ns, 'gw'), APPLIED);
+    // Knative may deliver it to the sink's root path: the extensions say what it is.
+    expect(await post(fn!, '/', deadLettered(ns, 'gw'))).toBe(204);
+    expect(condition(await readGateway(ns, 'gw'), APPLIED)).toEqual(before);
+    expect((await listEvents(ns)).filter((e) => e.reason === 'RetriesExhausted')).toEqual([]);
+  });
+});
