@@ -14,6 +14,7 @@ export default {
     '^(\\.{1,2}/.*)\\.mjs$': '$1.mts',
   },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  testSequencer: '<rootDir>/test/sequencer.mjs',
   globalSetup: '<rootDir>/test/global-setup.mjs',
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
   testTimeout: 120000,

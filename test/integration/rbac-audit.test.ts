@@ -1,0 +1,77 @@
+import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import { handleEvent } from '../../functions/handle-event.js';
+import { reconcile } from '../../functions/reconcile/reconcile.js';
+import { adminConfig, clusterInfo, statusOf } from '../support/cluster.js';
+import { editSpec, readGateway, APPLIED, condition } from '../support/fixtures.js';
+import { shippedClusterRole } from '../support/reconciler.js';
+import { useWorld } from '../support/world.js';
+import { AppsV1Api } from '@kubernetes/client-node';
+
+// Least privilege, proven from the audit log: every request the controller's
+// ServiceAccount made (in this file and in every test before it) was granted
+// by the shipped ClusterRole, and every rule the ClusterRole grants was used.
+// Runs last (test/sequencer.mjs). It first drives one pass that touches every
+// verb, so it also holds when run on its own.
+
+const CONTROLLER_USER = /^system:serviceaccount:[^:]+:meridio-2-gateway-controller$/;
+
+function key(group: string, resource: string, verb: string): string {
+  return `${group || 'core'} ${resource} ${verb}`;
+}
+
+describe('the controller ClusterRole against the audit log', () => {
+  const w = useWorld('rbac');
+
+  it('grants exactly what the controller uses', async () => {
+    const ns = w.ns();
+    const r = w.r();
+    // Create, status, Normal Event; then an update.
+    await w.setup();
+    await reconcile(w.key(), r.deps);
+    await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
+    await reconcile(w.key(), r.deps);
+    // The lists of dispatch and resync.
+    const handled = await handleEvent({ kind: 'ping' }, { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [ns] }, sink: undefined }, { type: 'ping', id: 'rbac' });
+    expect(handled.status).toBe(204);
+    // A failure repeated: the second one bumps the existing Event (get + update).
+    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
+    const policy = `freeze-${ns}`;
+    await adm.createValidatingAdmissionPolicy({ body: { metadata: { name: policy }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec == oldObject.spec', message: 'frozen' }] } } });
+    await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } } } });
+    try {
+      const apps = adminConfig().makeApiClient(AppsV1Api);
+      await waitFor('the policy', async () => {
+        const live = await apps.readNamespacedDeployment({ namespace: ns, name: 'sllbr-gw' });
+        live.spec!.minReadySeconds = 9;
+        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns, name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
+      }, { timeoutMs: 30000, intervalMs: 200 });
+      await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 4, enforceReplicas: true } }));
+      expect((await reconcile(w.key(), r.deps)).outcome).toBe('write-failed');
+      expect((await reconcile(w.key(), r.deps)).outcome).toBe('write-failed');
+      expect(condition(await readGateway(ns, 'gw'), APPLIED)?.reason).toBe('ApplyFailed');
+    } finally {
+      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
+      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+    }
+
+    const all: AuditEvent[] = readEvents(clusterInfo().auditLog).events;
+    const mine = all.filter((e) => CONTROLLER_USER.test(e.user.username));
+    expect(mine.length).toBeGreaterThan(0);
+    const forbidden = mine.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.requestURI}`);
+    expect(forbidden).toEqual([]);
+
+    const used = new Set(mine.filter((e) => e.objectRef?.resource).map((e) => key(e.objectRef?.apiGroup ?? '', resourceOf(e), e.verb)));
+    const granted = new Set<string>();
+    for (const rule of shippedClusterRole().rules ?? []) {
+      for (const g of rule.apiGroups ?? []) for (const res of rule.resources ?? []) for (const v of rule.verbs) granted.add(key(g, res, v));
+    }
+    // The probe that waits for a new binding to take effect is part of the tests, not the controller.
+    used.delete(key('gateway.networking.k8s.io', 'gatewayclasses', 'get'));
+    expect([...used].filter((u) => !granted.has(u)).sort()).toEqual([]);
+    used.add(key('gateway.networking.k8s.io', 'gatewayclasses', 'get'));
+    expect([...granted].filter((g) => !used.has(g)).sort()).toEqual([]);
+  });
+});
