@@ -85,7 +85,7 @@ export function isControlledBy(deployment: Deployment, gateway: Gateway): boolea
 }
 
 export function renderDeployment(input: RenderInput): Rendered {
-  const { template, gateway, configuration, settings, live } = input;
+  const { template, gateway, configuration, live } = input;
   const gatewayName = gateway.metadata.name;
   const namespace = gateway.metadata.namespace ?? '';
   const name = deploymentName(gatewayName);
