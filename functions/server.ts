@@ -76,9 +76,22 @@ function toCloudEvent(req: IncomingMessage, body: string): CloudEventV1<unknown>
   const version = req.headers['ce-specversion'];
   if (!structured && version === undefined) throw new HttpError(400, 'not a CloudEvent: binary mode needs the ce-specversion, ce-id, ce-source and ce-type headers');
   if (!structured && version !== '1.0') throw new HttpError(400, `unsupported CloudEvents spec version "${String(version).slice(0, 20)}": only 1.0`);
+  let message: unknown = body;
+  if (structured) {
+    // The SDK fills in a missing id (a fresh UUID) and specversion (1.0), so
+    // check the sender's own before it does.
+    try {
+      message = JSON.parse(body);
+    } catch (err) {
+      throw new HttpError(400, `not a valid CloudEvent: ${err instanceof Error ? err.message : String(err)}`.slice(0, 500));
+    }
+    const attrs = (message !== null && typeof message === 'object' && !Array.isArray(message) ? message : {}) as Record<string, unknown>;
+    if (attrs.specversion !== '1.0') throw new HttpError(400, `not a valid CloudEvent: specversion must be "1.0", got ${JSON.stringify(attrs.specversion ?? null).slice(0, 20)}`);
+    if (typeof attrs.id !== 'string' || attrs.id === '') throw new HttpError(400, 'not a valid CloudEvent: structured mode needs a non-empty string id');
+  }
   let parsed: CloudEventV1<unknown> | CloudEventV1<unknown>[];
   try {
-    parsed = HTTP.toEvent({ headers: req.headers, body });
+    parsed = HTTP.toEvent({ headers: req.headers, body: message });
   } catch (err) {
     throw new HttpError(400, `not a valid CloudEvent: ${err instanceof Error ? err.message : String(err)}`.slice(0, 500));
   }
@@ -157,7 +170,10 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
       }
       await new Promise<void>((r) => {
         server.close(() => r());
-        server.closeIdleConnections();
+        // After the timeout, a handler that never finished must not hold the
+        // process: its client sees the connection drop and delivers again.
+        if (inFlight > 0) server.closeAllConnections();
+        else server.closeIdleConnections();
       });
     },
   };

@@ -1,0 +1,115 @@
+// Configuration from the environment: defaults, coercion, and a clear error
+// naming the variable for every bad value.
+import { hostname } from 'node:os';
+import { ConfigError, loadConfig } from '../../functions/config.js';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('has a default for everything', () => {
+    expect(loadConfig({})).toEqual({
+      CONTROLLER_NAME: 'meridio-2.nordix.org/gateway-controller',
+      LB_SERVICE_ACCOUNT: 'stateless-load-balancer',
+      TEMPLATE_PATH: 'infra/templates/lb-deployment.yaml',
+      WATCH_NAMESPACES: [],
+      LOG_LEVEL: 'info',
+      PORT: 8080,
+      BODY_LIMIT_BYTES: 1024 * 1024,
+      POD_NAME: hostname(),
+    });
+    expect(loadConfig({}).K_SINK).toBeUndefined();
+  });
+
+  it('takes every value from the environment', () => {
+    const config = loadConfig({
+      CONTROLLER_NAME: 'example.com/ctl',
+      LB_SERVICE_ACCOUNT: 'lb',
+      TEMPLATE_PATH: 'tmpl.yaml',
+      WATCH_NAMESPACES: 'a',
+      K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/team-a/default',
+      LOG_LEVEL: 'debug',
+      PORT: '9090',
+      BODY_LIMIT_BYTES: '2048',
+      POD_NAME: 'fn-abc',
+    });
+    expect(config).toEqual({
+      CONTROLLER_NAME: 'example.com/ctl',
+      LB_SERVICE_ACCOUNT: 'lb',
+      TEMPLATE_PATH: 'tmpl.yaml',
+      WATCH_NAMESPACES: ['a'],
+      K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/team-a/default',
+      LOG_LEVEL: 'debug',
+      PORT: 9090,
+      BODY_LIMIT_BYTES: 2048,
+      POD_NAME: 'fn-abc',
+    });
+  });
+
+  it('coerces PORT and BODY_LIMIT_BYTES to numbers', () => {
+    const config = loadConfig({ PORT: '1', BODY_LIMIT_BYTES: '1024' });
+    expect(config.PORT).toBe(1);
+    expect(config.BODY_LIMIT_BYTES).toBe(1024);
+    expect(loadConfig({ PORT: '65535', BODY_LIMIT_BYTES: String(64 * 1024 * 1024) })).toMatchObject({ PORT: 65535, BODY_LIMIT_BYTES: 64 * 1024 * 1024 });
+  });
+
+  it('splits WATCH_NAMESPACES on commas, trimming and dropping empties', () => {
+    expect(loadConfig({ WATCH_NAMESPACES: 'a,b' }).WATCH_NAMESPACES).toEqual(['a', 'b']);
+    expect(loadConfig({ WATCH_NAMESPACES: ' a , b ,, c ,' }).WATCH_NAMESPACES).toEqual(['a', 'b', 'c']);
+    expect(loadConfig({ WATCH_NAMESPACES: '' }).WATCH_NAMESPACES).toEqual([]);
+    expect(loadConfig({ WATCH_NAMESPACES: ' , ' }).WATCH_NAMESPACES).toEqual([]);
+  });
+
+  it('accepts every pino level', () => {
+    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) {
+      expect(loadConfig({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
+    }
+  });
+
+  it('ignores unrelated variables', () => {
+    expect(loadConfig({ HOME: '/home/x', PATH: '/bin', K_SERVICE: 'fn' })).toEqual(loadConfig({}));
+  });
+});
+
+describe('loadConfig: bad values stop startup, naming the variable', () => {
+  it('an invalid K_SINK', () => {
+    for (const K_SINK of ['not a url', 'broker-ingress/team-a', '']) {
+      const err = configError({ K_SINK });
+      expect(err.message).toMatch(/^invalid configuration: /);
+      expect(err.message).toContain('K_SINK');
+    }
+  });
+
+  it('an invalid LOG_LEVEL', () => {
+    for (const LOG_LEVEL of ['loud', 'INFO', '']) expect(configError({ LOG_LEVEL }).message).toContain('LOG_LEVEL');
+  });
+
+  it('an invalid PORT', () => {
+    for (const PORT of ['abc', '0', '-1', '65536', '80.5', '8080x']) expect(configError({ PORT }).message).toContain('PORT');
+  });
+
+  it('an invalid BODY_LIMIT_BYTES', () => {
+    for (const BODY_LIMIT_BYTES of ['big', '1023', String(64 * 1024 * 1024 + 1), '2048.5']) {
+      expect(configError({ BODY_LIMIT_BYTES }).message).toContain('BODY_LIMIT_BYTES');
+    }
+  });
+
+  it('empty names', () => {
+    expect(configError({ CONTROLLER_NAME: '' }).message).toContain('CONTROLLER_NAME');
+    expect(configError({ LB_SERVICE_ACCOUNT: '' }).message).toContain('LB_SERVICE_ACCOUNT');
+    expect(configError({ TEMPLATE_PATH: '' }).message).toContain('TEMPLATE_PATH');
+  });
+
+  it('several bad values are all named in one message', () => {
+    const err = configError({ PORT: 'x', LOG_LEVEL: 'loud', K_SINK: 'nope' });
+    expect(err.name).toBe('ConfigError');
+    for (const v of ['PORT', 'LOG_LEVEL', 'K_SINK']) expect(err.message).toContain(v);
+  });
+});
