@@ -258,6 +258,9 @@ export class ControlPlane {
         await stopProcess(c.proc);
       }
       if (this.watchdog && this.watchdog.exitCode === null) {
+        // It was unref'd so it never kept its owner alive; while we wait for
+        // it, it must, or Node could exit half-way through stop().
+        this.watchdog.ref();
         const exited = new Promise<void>((r) => this.watchdog?.once('exit', () => r()));
         this.watchdog.kill('SIGTERM');
         await exited;

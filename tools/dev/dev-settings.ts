@@ -46,7 +46,8 @@ export function loadDevSettings(env: NodeJS.ProcessEnv, root: string): DevSettin
   }
   // PORT is settled here (0 is allowed in dev mode, not by the function's
   // schema); warn keeps the function's per-event logs from burying the table.
-  const { PORT: _port, ...rest } = env;
+  const rest = { ...env };
+  delete rest.PORT;
   // The template is found from the checkout, so `npm start` works from any directory.
   const fn = loadConfig({
     ...rest,

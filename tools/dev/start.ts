@@ -16,7 +16,15 @@ import { defaultKubeConfig, startFunction } from '../../functions/start-function
 import { ControlPlane } from '../controlplane/control-plane.js';
 import { freePort } from '../controlplane/free-port.js';
 import { clusterConfigured, loadDevSettings, repoRoot } from './dev-settings.js';
-import { adminKubeConfig, applySamples, installControllerIdentity } from './embedded-cluster.js';
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  EVENT_SOURCE_SERVICE_ACCOUNT,
+  adminKubeConfig,
+  applySamples,
+  installControllerIdentity,
+  installEventSourceIdentity,
+} from './embedded-cluster.js';
 import { startLocalEventSource } from './local-event-source.js';
 import { startStatusPrinter } from './status-printer.js';
 
@@ -94,13 +102,12 @@ async function embeddedCluster(root: string): Promise<{ functionKc: KubeConfig; 
   notice(`embedded control plane state: ${cp.info.stateDir}`);
   const admin = adminKubeConfig(cp.info);
   const functionKc = await installControllerIdentity(admin, cp.info, root);
-  notice('the function runs as ServiceAccount meridio-2-system/meridio-2-gateway-controller, bound to infra/rbac/controller-clusterrole.yaml');
+  const watchKc = await installEventSourceIdentity(admin, cp.info, root);
+  notice(`the function runs as ServiceAccount ${CONTROLLER_NAMESPACE}/${CONTROLLER_SERVICE_ACCOUNT} (infra/rbac), the event source as ${CONTROLLER_NAMESPACE}/${EVENT_SOURCE_SERVICE_ACCOUNT} (infra/knative)`);
   const applied = await applySamples(admin, root);
   notice(`applied infra/samples: ${applied.join(', ')}`);
   notice(`kubectl works against it: export KUBECONFIG=${cp.info.adminKubeconfig}`);
-  // The event source and the table read as the admin: in a cluster the
-  // ApiServerSource has an identity of its own, with list and watch.
-  return { functionKc, watchKc: admin };
+  return { functionKc, watchKc };
 }
 
 async function main(): Promise<void> {

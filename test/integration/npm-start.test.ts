@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { processesNaming } from '../../tools/controlplane/control-plane.js';
+
+// `npm start` from a fresh clone with no cluster configured: it must start the
+// embedded control plane, apply infra/samples and reach a table in which the
+// sample Gateway is Programmed, then stop on SIGTERM with exit code 0 and
+// leave no process behind. It runs the compiled entry exactly as npm does
+// (the test command compiles dist/ before jest starts).
+
+const DEADLINE_MS = 120000;
+const SAMPLE_GATEWAY = 'meridio-demo/sllb-a';
+
+/** The environment of a user with no cluster: no $KUBECONFIG, an empty home, not in a pod. */
+function noClusterEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: home,
+    // Evaluated here, with the real home: the control-plane binaries built
+    // once are found in the cache instead of being built again.
+    XDG_CACHE_HOME: process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'),
+    PORT: '0',
+  };
+  delete env.KUBECONFIG;
+  delete env.KUBERNETES_SERVICE_HOST;
+  delete env.LOG_LEVEL;
+  return env;
+}
+
+function exited(child: ChildProcess): Promise<number | string> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  if (child.signalCode !== null) return Promise.resolve(child.signalCode);
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+}
+
+describe('npm start without a cluster', () => {
+  it('reaches a table where the sample Gateway is Programmed, and stops cleanly on SIGTERM', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'meridio2-home-'));
+    const child = spawn(process.execPath, ['dist/tools/dev/start.js'], { env: noClusterEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stateDir: string | undefined;
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      stderr += `${line}\n`;
+      stateDir ??= /embedded control plane state: (\S+)/.exec(line)?.[1];
+    });
+    const context = (): string => `\n--- stderr of npm start (last lines)\n${stderr.split('\n').slice(-40).join('\n')}`;
+
+    try {
+      // Streamed, not polled: settles on the first table row showing the
+      // sample Gateway Programmed, on an early exit, or at the deadline.
+      const row = await new Promise<string>((resolve, reject) => {
+        let programmedColumn = -1;
+        const timer = setTimeout(() => reject(new Error(`no table row with ${SAMPLE_GATEWAY} Programmed=True within ${DEADLINE_MS} ms${context()}`)), DEADLINE_MS);
+        child.once('exit', (code, signal) => {
+          clearTimeout(timer);
+          reject(new Error(`npm start exited early (code ${code}, signal ${signal})${context()}`));
+        });
+        createInterface({ input: child.stdout! }).on('line', (line) => {
+          const cells = line.trim().split(/\s+/);
+          if (cells[0] === 'GATEWAY') programmedColumn = cells.indexOf('PROGRAMMED');
+          else if (cells[0] === SAMPLE_GATEWAY && programmedColumn > 0 && cells[programmedColumn] === 'True') {
+            clearTimeout(timer);
+            resolve(line);
+          }
+        });
+      });
+      expect(row).toMatch(/^meridio-demo\/sllb-a\s+True\s+True\s/);
+      expect(stateDir).toBeDefined();
+
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+      const dir = stateDir ?? '';
+      expect(processesNaming(dir)).toEqual([]);
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited(child);
+      }
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, DEADLINE_MS + 60000);
+});
