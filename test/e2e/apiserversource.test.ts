@@ -1,11 +1,12 @@
-import { AdmissionregistrationV1Api, AppsV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { freezeDeployments } from '../support/policies.js';
 import { HTTP } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
 import { GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, serviceAccountConfig, statusOf, useNamespace } from '../support/cluster.js';
+import { adminConfig, serviceAccountConfig, useNamespace } from '../support/cluster.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
 import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type FunctionProcess } from '../support/processes.js';
 import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
@@ -118,27 +119,15 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await createConfiguration(ns(), 'cfg');
     await createGateway(ns(), 'gw', cls, 'cfg');
     await waitFor('gw applied', programmedAndApplied('gw', '1'), { timeoutMs: 30000 });
-    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
-    const policy = `freeze-${ns()}`;
-    await adm.createValidatingAdmissionPolicy({
-      body: { metadata: { name: policy }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec == oldObject.spec', message: 'frozen for maintenance' }] } },
-    });
-    await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns() } } } } } });
+    const freeze = await freezeDeployments(ns(), 'sllbr-gw', 'frozen for maintenance');
     try {
-      const apps = adminConfig().makeApiClient(AppsV1Api);
-      await waitFor('the policy to take effect', async () => {
-        const live = await apps.readNamespacedDeployment({ namespace: ns(), name: 'sllbr-gw' });
-        live.spec!.minReadySeconds = 9;
-        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns(), name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
-      }, { timeoutMs: 30000, intervalMs: 200 });
       await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
       await waitFor('Applied=False/ApplyFailed', async () => {
         const g = await readGateway(ns(), 'gw');
         return condition(g, APPLIED)?.reason === 'ApplyFailed' && condition(g, APPLIED)?.message.includes('frozen for maintenance') ? g : undefined;
       }, { timeoutMs: 30000 }).then((g) => expect(condition(g, 'Programmed')?.status).toBe('True'));
     } finally {
-      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
-      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+      await freeze.lift();
     }
     // The source's retries are long spent; the periodic resync heals it.
     await waitFor('recovery after the policy is removed', async () => {

@@ -1,10 +1,8 @@
-import { AdmissionregistrationV1Api, AppsV1Api } from '@kubernetes/client-node';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
-import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, statusOf } from '../support/cluster.js';
+import { freezeDeployments } from '../support/policies.js';
 import { APPLIED, condition, editSpec, listEvents, readGateway } from '../support/fixtures.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';
@@ -44,17 +42,8 @@ describe('the dead-letter path', () => {
     const ns = w.ns();
     await w.setup();
     await reconcile(w.key(), w.r().deps);
-    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
-    const policy = `freeze-${ns}`;
-    await adm.createValidatingAdmissionPolicy({ body: { metadata: { name: policy }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec == oldObject.spec', message: 'frozen' }] } } });
-    await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } } } });
+    const freeze = await freezeDeployments(ns, 'sllbr-gw', 'frozen');
     try {
-      const apps = adminConfig().makeApiClient(AppsV1Api);
-      await waitFor('the policy to take effect', async () => {
-        const live = await apps.readNamespacedDeployment({ namespace: ns, name: 'sllbr-gw' });
-        live.spec!.minReadySeconds = 9;
-        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns, name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
-      }, { timeoutMs: 30000, intervalMs: 200 });
       await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
       expect(await post(fn!, '/dead-letter', deadLettered(ns, 'gw'))).toBe(204);
       const gw = await readGateway(ns, 'gw');
@@ -65,8 +54,7 @@ describe('the dead-letter path', () => {
       expect(condition(gw, 'Programmed')?.status).toBe('True');
       expect((await listEvents(ns)).filter((e) => e.type === 'Warning' && e.reason === 'RetriesExhausted').length).toBe(1);
     } finally {
-      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
-      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+      await freeze.lift();
     }
   });
 

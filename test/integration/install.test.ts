@@ -1,13 +1,16 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiException, CoreV1Api } from '@kubernetes/client-node';
+import { ApiException, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig } from '../support/cluster.js';
 import {
   INSTALL_DIR,
   SYSTEM_NAMESPACE,
   buildInstall,
+  guessKindToResource,
+  serverSideApply,
+  servedResources,
   ensureKnativeCrds,
   exists,
   dryRunCheck,
@@ -75,20 +78,33 @@ async function checkAll(manifests: Manifest[]): Promise<CheckOutcome[]> {
   return out;
 }
 
-/** A copy of infra/ with one exact text edit in one file, built by the pinned kustomize. */
-async function brokenBuild(file: string, from: string, to: string): Promise<Manifest[]> {
+/**
+ * Builds, with the pinned kustomize, a copy of infra/ (as <tmp>/infra) with
+ * one exact text edit in one file, or an overlay (<tmp>/overlay, whose
+ * kustomization.yaml is given) on top of an unedited copy.
+ */
+async function buildCopy(opts: { edit?: { file: string; from: string; to: string }; overlay?: string }): Promise<Manifest[]> {
   const dir = mkdtempSync(join(tmpdir(), 'meridio2-infra-'));
   try {
-    cpSync(INSTALL_DIR, dir, { recursive: true });
-    const path = join(dir, file);
-    const text = readFileSync(path, 'utf8');
-    // Exactly one occurrence: the edit must hit the field it claims to.
-    expect(text.split(from).length - 1).toBe(1);
-    writeFileSync(path, text.replace(from, to));
-    return await buildInstall(dir);
+    cpSync(INSTALL_DIR, join(dir, 'infra'), { recursive: true });
+    if (opts.edit) {
+      const path = join(dir, 'infra', opts.edit.file);
+      const text = readFileSync(path, 'utf8');
+      // Exactly one occurrence: the edit must hit the field it claims to.
+      expect(text.split(opts.edit.from).length - 1).toBe(1);
+      writeFileSync(path, text.replace(opts.edit.from, opts.edit.to));
+    }
+    if (opts.overlay === undefined) return await buildInstall(join(dir, 'infra'));
+    mkdirSync(join(dir, 'overlay'));
+    writeFileSync(join(dir, 'overlay', 'kustomization.yaml'), opts.overlay);
+    return await buildInstall(join(dir, 'overlay'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function brokenBuild(file: string, from: string, to: string): Promise<Manifest[]> {
+  return buildCopy({ edit: { file, from, to } });
 }
 
 function failures(outcomes: CheckOutcome[]): CheckOutcome[] {
@@ -170,5 +186,130 @@ describe('the kustomize build of infra/', () => {
     const resync = broken.find(({ object: o }) => o.kind === 'Trigger' && o.metadata.name === 'meridio-2-resync');
     expect(resync?.text).toContain('filtr:');
     expect(failures(await checkAll(broken))).toEqual([]);
+  });
+});
+
+describe('the ApiServerSource and Knative Eventing', () => {
+  const rbac = (): RbacAuthorizationV1Api => adminConfig().makeApiClient(RbacAuthorizationV1Api);
+  const SOURCE_SA = 'meridio-2-apiserversource';
+  const UNPATCHED = 'meridio-2-install-check-unpatched';
+  const createdClusterRoles: string[] = [];
+  const createdBindings: string[] = [];
+
+  afterAll(async () => {
+    for (const name of createdBindings) await rbac().deleteClusterRoleBinding({ name }).catch(() => undefined);
+    for (const name of createdClusterRoles) await rbac().deleteClusterRole({ name }).catch(() => undefined);
+  });
+
+  interface SourceResource {
+    apiVersion: string;
+    kind: string;
+  }
+  function sourceResources(): SourceResource[] {
+    const source = install.find(({ object: o }) => o.kind === 'ApiServerSource')?.object;
+    const spec = source?.spec as { resources?: SourceResource[] } | undefined;
+    return spec?.resources ?? [];
+  }
+
+  /** One SubjectAccessReview exactly as Knative's runAccessCheck makes it (user only, no groups). */
+  async function allowed(serviceAccount: string, namespace: string, verb: string, group: string, resource: string): Promise<boolean> {
+    const review = await adminConfig().makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+      body: {
+        spec: {
+          user: `system:serviceaccount:${SYSTEM_NAMESPACE}:${serviceAccount}`,
+          resourceAttributes: { namespace, verb, group, resource },
+        },
+      },
+    });
+    return review.status?.allowed === true;
+  }
+
+  /** The "missing" list Knative's runAccessCheck would report, over a few namespaces the empty selector covers. */
+  async function knativeAccessCheck(serviceAccount: string): Promise<string[]> {
+    const missing: string[] = [];
+    for (const r of sourceResources()) {
+      const group = r.apiVersion.includes('/') ? (r.apiVersion.split('/')[0] ?? '') : '';
+      const resource = guessKindToResource(r.kind);
+      for (const ns of ['default', SYSTEM_NAMESPACE]) {
+        for (const verb of ['get', 'list', 'watch']) {
+          if (!(await allowed(serviceAccount, ns, verb, group, resource))) missing.push(`${verb} ${resource}.${group} in ${ns}`);
+        }
+      }
+    }
+    return missing;
+  }
+
+  test('every resource the ClusterRoles grant is served under that name, except the names only Knative guesses', async () => {
+    const guessedOnly = new Set(sourceResources().map((r) => guessKindToResource(r.kind)));
+    const served = new Map<string, string[]>();
+    for (const r of sourceResources()) served.set(r.apiVersion.includes('/') ? (r.apiVersion.split('/')[0] ?? '') : '', await servedResources(r.apiVersion));
+    const source = install.find(({ object: o }) => o.kind === 'ClusterRole' && o.metadata.name === SOURCE_SA)?.object;
+    const rules = (source?.rules ?? []) as Array<{ apiGroups: string[]; resources: string[] }>;
+    expect(rules.length).toBeGreaterThan(0);
+    const unserved: string[] = [];
+    for (const rule of rules) {
+      for (const group of rule.apiGroups) {
+        for (const resource of rule.resources) {
+          if (!(served.get(group) ?? []).includes(resource)) unserved.push(`${resource}.${group}`);
+        }
+      }
+    }
+    // Only the Gateway kind is mis-guessed.
+    expect(unserved).toEqual(['gatewaies.gateway.networking.k8s.io']);
+    expect(guessedOnly.has('gatewaies')).toBe(true);
+  });
+
+  test('the shipped ServiceAccount passes Knative Eventing\'s permission check; without the guessed-name rule it would not', async () => {
+    const identity = install.filter(({ object: o }) =>
+      (o.kind === 'ServiceAccount' || o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding') && o.metadata.name === SOURCE_SA);
+    expect(identity).toHaveLength(3);
+    for (const m of identity) {
+      expect(await serverSideApply(m, { dryRun: false })).toEqual({ status: expect.any(Number) });
+      if (m.object.kind === 'ClusterRole') createdClusterRoles.push(m.object.metadata.name);
+      if (m.object.kind === 'ClusterRoleBinding') createdBindings.push(m.object.metadata.name);
+    }
+    // The authorizer sees new bindings through an informer.
+    await waitFor('the ApiServerSource binding to take effect', async () => ((await knativeAccessCheck(SOURCE_SA)).length === 0 ? true : undefined), { timeoutMs: 30000 });
+    expect(await knativeAccessCheck(SOURCE_SA)).toEqual([]);
+
+    // Negative control: the same role without the "gatewaies" rule, bound to another account.
+    const role = identity.find(({ object: o }) => o.kind === 'ClusterRole')?.object;
+    const rules = ((role?.rules ?? []) as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>).filter((r) => !r.resources.includes('gatewaies'));
+    await rbac().createClusterRole({ body: { metadata: { name: UNPATCHED }, rules } });
+    createdClusterRoles.push(UNPATCHED);
+    await rbac().createClusterRoleBinding({
+      body: {
+        metadata: { name: UNPATCHED },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: UNPATCHED },
+        subjects: [{ kind: 'ServiceAccount', name: UNPATCHED, namespace: SYSTEM_NAMESPACE }],
+      },
+    });
+    createdBindings.push(UNPATCHED);
+    await waitFor('the unpatched binding to take effect', async () => ((await allowed(UNPATCHED, 'default', 'list', 'gateway.networking.k8s.io', 'gatewayclasses')) ? true : undefined), { timeoutMs: 30000 });
+    const missing = await knativeAccessCheck(UNPATCHED);
+    const expected = ['default', SYSTEM_NAMESPACE].flatMap((ns) => ['get', 'list', 'watch'].map((verb) => `${verb} gatewaies.gateway.networking.k8s.io in ${ns}`));
+    expect([...missing].sort()).toEqual([...expected].sort());
+  });
+
+  test('the install with the optional gateway-watch component passes the same dry runs', async () => {
+    const overlay = [
+      'apiVersion: kustomize.config.k8s.io/v1beta1',
+      'kind: Kustomization',
+      'resources:',
+      '  - ../infra',
+      'components:',
+      '  - ../infra/knative/gateway-watch',
+      'images:',
+      '  - name: knative-apiserver-receive-adapter',
+      '    newName: example.invalid/knative/apiserver-receive-adapter',
+      '    newTag: v1.23.0',
+      '',
+    ].join('\n');
+    const built = await buildCopy({ overlay });
+    expect(built).toHaveLength(install.length + 1);
+    const cs = built.find(({ object: o }) => o.kind === 'ContainerSource');
+    expect(cs?.object.metadata.namespace).toBe(SYSTEM_NAMESPACE);
+    expect(cs?.text).toContain('image: example.invalid/knative/apiserver-receive-adapter:v1.23.0');
+    expect(failures(await checkAll(built))).toEqual([]);
   });
 });

@@ -1,14 +1,12 @@
-import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
-import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { handleEvent } from '../../functions/handle-event.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
-import { adminConfig, clusterInfo, statusOf } from '../support/cluster.js';
+import { clusterInfo } from '../support/cluster.js';
+import { freezeDeployments } from '../support/policies.js';
 import { editSpec, readGateway, APPLIED, condition } from '../support/fixtures.js';
 import { shippedClusterRole } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
-import { AppsV1Api } from '@kubernetes/client-node';
 
 // Least privilege, proven from the audit log: every request the controller's
 // ServiceAccount made (in this file and in every test before it) was granted
@@ -37,24 +35,14 @@ describe('the controller ClusterRole against the audit log', () => {
     const handled = await handleEvent({ kind: 'ping' }, { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [ns] }, sink: undefined }, { type: 'ping', id: 'rbac' });
     expect(handled.status).toBe(204);
     // A failure repeated: the second one bumps the existing Event (get + update).
-    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
-    const policy = `freeze-${ns}`;
-    await adm.createValidatingAdmissionPolicy({ body: { metadata: { name: policy }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] }, validations: [{ expression: 'object.spec == oldObject.spec', message: 'frozen' }] } } });
-    await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } } } });
+    const freeze = await freezeDeployments(ns, 'sllbr-gw', 'frozen');
     try {
-      const apps = adminConfig().makeApiClient(AppsV1Api);
-      await waitFor('the policy', async () => {
-        const live = await apps.readNamespacedDeployment({ namespace: ns, name: 'sllbr-gw' });
-        live.spec!.minReadySeconds = 9;
-        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns, name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
-      }, { timeoutMs: 30000, intervalMs: 200 });
       await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 4, enforceReplicas: true } }));
       expect((await reconcile(w.key(), r.deps)).outcome).toBe('write-failed');
       expect((await reconcile(w.key(), r.deps)).outcome).toBe('write-failed');
       expect(condition(await readGateway(ns, 'gw'), APPLIED)?.reason).toBe('ApplyFailed');
     } finally {
-      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
-      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+      await freeze.lift();
     }
 
     const all: AuditEvent[] = readEvents(clusterInfo().auditLog).events;

@@ -5,6 +5,7 @@ import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { adminConfig, statusOf } from '../support/cluster.js';
+import { freezeDeployments } from '../support/policies.js';
 import { APPLIED, condition, editSpec, listEvents, rawDeployment, readGateway } from '../support/fixtures.js';
 import type { Reconciler } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
@@ -26,33 +27,9 @@ describe('reconcile when the Deployment write fails', () => {
     await reconcile({ namespace: ns(), name: 'gw' }, r.deps);
     const before = await readGateway(ns(), 'gw');
     const deploymentBefore = await rawDeployment(ns(), 'sllbr-gw');
-    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
-    const policy = `freeze-lb-${ns()}`;
-    const denial = 'LB Deployments are frozen for maintenance';
-    await adm.createValidatingAdmissionPolicy({
-      body: {
-        metadata: { name: policy },
-        spec: {
-          failurePolicy: 'Fail',
-          matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] },
-          // Only spec changes are denied: the deployment controller's status
-          // writes go through the status subresource and are not matched.
-          validations: [{ expression: 'object.spec == oldObject.spec', message: denial }],
-        },
-      },
-    });
-    await adm.createValidatingAdmissionPolicyBinding({
-      body: { metadata: { name: policy }, spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns() } } } } },
-    });
+    const freeze = await freezeDeployments(ns(), 'sllbr-gw');
+    const denial = freeze.message;
     try {
-      // The policy takes effect asynchronously: probe with a dry-run update
-      // (which runs admission and persists nothing) until it is refused.
-      const apps = adminConfig().makeApiClient(AppsV1Api);
-      await waitFor('the policy to take effect', async () => {
-        const live = await apps.readNamespacedDeployment({ namespace: ns(), name: 'sllbr-gw' });
-        live.spec!.minReadySeconds = 7;
-        return (await statusOf(apps.replaceNamespacedDeployment({ namespace: ns(), name: 'sllbr-gw', body: live, dryRun: 'All' }))) === 422 ? true : undefined;
-      }, { timeoutMs: 30000, intervalMs: 200 });
       await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
       const res = await reconcile({ namespace: ns(), name: 'gw' }, r.deps);
       expect(res.outcome).toBe('write-failed');
@@ -74,8 +51,7 @@ describe('reconcile when the Deployment write fails', () => {
       expect(warnings.length).toBe(1);
       expect(warnings[0]?.note).toContain(denial);
     } finally {
-      await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
-      await adm.deleteValidatingAdmissionPolicy({ name: policy });
+      await freeze.lift();
     }
     const healed = await waitFor('the update to go through once the policy is gone', async () => {
       const x = await reconcile({ namespace: ns(), name: 'gw' }, r.deps);

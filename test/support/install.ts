@@ -174,8 +174,14 @@ async function paths(obj: ManifestObject): Promise<{ collection: string; item: s
  * when the applied object does not match the schema's types.
  */
 export async function serverSideApplyDryRun(manifest: Manifest): Promise<HttpOutcome> {
+  return serverSideApply(manifest, { dryRun: true });
+}
+
+/** Server-side apply as the admin; `dryRun: false` persists the object. */
+export async function serverSideApply(manifest: Manifest, opts: { dryRun: boolean }): Promise<HttpOutcome> {
   const { item } = await paths(manifest.object);
-  const query = new URLSearchParams({ fieldManager: FIELD_MANAGER, fieldValidation: 'Strict', force: 'true', dryRun: 'All' });
+  const query = new URLSearchParams({ fieldManager: FIELD_MANAGER, fieldValidation: 'Strict', force: 'true' });
+  if (opts.dryRun) query.set('dryRun', 'All');
   return outcomeOf(await adminRequest('PATCH', `${item}?${query.toString()}`, manifest.text, 'application/apply-patch+yaml'));
 }
 
@@ -298,4 +304,30 @@ export async function ensureKnativeCrds(): Promise<KnativeCrds> {
   }, { timeoutMs: 60000 });
   discoveryCache.clear();
   return { versions: { serving: assets.versions.serving, eventing: assets.versions.eventing }, names: crds.map((c) => c.metadata.name), created };
+}
+
+// --- What Knative Eventing does with an ApiServerSource's resources.
+
+/**
+ * apimachinery's meta.UnsafeGuessKindToResource, which Knative Eventing v1.23
+ * uses to turn an ApiServerSource resource's kind into a resource name, both
+ * for its permission check and for the receive adapter's configuration. It
+ * gets "Gateway" wrong ("gatewaies").
+ */
+export function guessKindToResource(kind: string): string {
+  const singular = kind.toLowerCase();
+  if (singular === '') return '';
+  // unpluralizedSuffixes
+  if (singular.endsWith('endpoints')) return singular;
+  if (singular.endsWith('s')) return `${singular}es`;
+  if (singular.endsWith('y')) return `${singular.slice(0, -1)}ies`;
+  return `${singular}s`;
+}
+
+/** The resource names (plurals, no subresources) that discovery lists for a group/version. */
+export async function servedResources(apiVersion: string): Promise<string[]> {
+  const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  const res = await adminRequest('GET', base);
+  if (res.status !== 200) throw new Error(`discovery of ${apiVersion} failed: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+  return ApiResourceListSchema.parse(JSON.parse(res.body)).resources.map((r) => r.name).filter((n) => !n.includes('/'));
 }

@@ -1,0 +1,486 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { loadYaml } from '@kubernetes/client-node';
+import { z } from 'zod';
+import {
+  API_SOURCE_REF_TYPES,
+  EMITTED_TYPES,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  PATHS,
+  RECEIVED_TYPES,
+  WATCHED_KINDS,
+} from '../../events/types.js';
+import { loadConfig } from '../../functions/config.js';
+import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
+
+// Static checks of the install, read straight from the files that
+// infra/kustomization.yaml lists (no cluster, no kustomize). They cover what
+// the API server cannot: RBAC policy, Knative annotations (metadata is never
+// schema-checked), and the Eventing specs whose CRD schemas keep unknown
+// fields (a misspelled Trigger filter passes the API server, see
+// test/integration/install.test.ts). Those specs are parsed here with strict
+// schemas, so a misspelled field fails this test instead.
+
+const INFRA = 'infra';
+
+const KustomizationSchema = z.looseObject({
+  namespace: z.string().min(1),
+  resources: z.array(z.string().min(1)),
+  configMapGenerator: z.array(
+    z.looseObject({
+      name: z.string().min(1),
+      files: z.array(z.string().min(1)),
+    }),
+  ),
+});
+const kustomization = KustomizationSchema.parse(loadYaml<unknown>(readFileSync(join(INFRA, 'kustomization.yaml'), 'utf8')));
+const NAMESPACE = kustomization.namespace;
+
+const manifests: ManifestObject[] = kustomization.resources.flatMap((file) =>
+  parseManifests(readFileSync(join(INFRA, file), 'utf8'), join(INFRA, file)).map((m) => m.object),
+);
+
+function ofKind(apiVersion: string, kind: string): ManifestObject[] {
+  return manifests.filter((o) => o.apiVersion === apiVersion && o.kind === kind);
+}
+
+function one(apiVersion: string, kind: string): ManifestObject {
+  const found = ofKind(apiVersion, kind);
+  if (found.length !== 1) throw new Error(`expected exactly one ${kind} (${apiVersion}) in the install, found ${found.length}`);
+  return found[0] as ManifestObject;
+}
+
+// --- Schemas: strict where the CRD is not, so that a typo fails here.
+
+const PolicyRuleSchema = z.strictObject({
+  apiGroups: z.array(z.string()).min(1),
+  resources: z.array(z.string()).min(1),
+  verbs: z.array(z.string()).min(1),
+});
+const RoleSchema = z.looseObject({ rules: z.array(PolicyRuleSchema).min(1) });
+type PolicyRule = z.infer<typeof PolicyRuleSchema>;
+
+const BindingSchema = z.looseObject({
+  roleRef: z.object({ apiGroup: z.literal('rbac.authorization.k8s.io'), kind: z.string(), name: z.string() }),
+  subjects: z.array(z.looseObject({ kind: z.string(), name: z.string(), namespace: z.string().optional() })),
+});
+
+const KReferenceSchema = z.strictObject({
+  apiVersion: z.string().min(1),
+  kind: z.string().min(1),
+  name: z.string().min(1),
+  namespace: z.string().optional(),
+});
+const DestinationSchema = z.strictObject({ ref: KReferenceSchema, uri: z.string().optional() });
+
+// ISO 8601 duration, as Knative parses backoffDelay.
+const Iso8601Duration = z.string().regex(/^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/);
+
+const DeliverySchema = z.strictObject({
+  retry: z.number().int().min(1).max(20),
+  backoffPolicy: z.literal('exponential'),
+  backoffDelay: Iso8601Duration,
+  deadLetterSink: DestinationSchema,
+});
+
+const TriggerSpecSchema = z.strictObject({
+  broker: z.string().min(1),
+  filter: z.strictObject({ attributes: z.strictObject({ type: z.string().min(1) }) }),
+  subscriber: DestinationSchema,
+  delivery: DeliverySchema,
+});
+const BrokerSpecSchema = z.strictObject({ delivery: DeliverySchema });
+
+const LabelSelectorSchema = z.strictObject({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z
+    .array(z.strictObject({ key: z.string(), operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']), values: z.array(z.string()).optional() }))
+    .optional(),
+});
+const ApiServerSourceSpecSchema = z.strictObject({
+  mode: z.enum(['Resource', 'Reference']),
+  serviceAccountName: z.string().min(1),
+  namespaceSelector: LabelSelectorSchema,
+  resources: z.array(z.strictObject({ apiVersion: z.string().min(1), kind: z.string().min(1), selector: LabelSelectorSchema.optional() })).min(1),
+  sink: DestinationSchema,
+});
+const PingSourceSpecSchema = z.strictObject({
+  schedule: z.string().min(1),
+  timezone: z.string().optional(),
+  contentType: z.string().optional(),
+  data: z.string().optional(),
+  sink: DestinationSchema,
+});
+const SinkBindingSpecSchema = z.strictObject({
+  subject: z.strictObject({ apiVersion: z.string(), kind: z.string(), name: z.string() }),
+  sink: DestinationSchema,
+});
+
+const ProbeSchema = z.looseObject({
+  httpGet: z.strictObject({ path: z.string() }),
+  periodSeconds: z.number().int().optional(),
+});
+const ContainerSchema = z.looseObject({
+  name: z.string(),
+  image: z.string().min(1),
+  env: z.array(z.strictObject({ name: z.string(), value: z.string() })),
+  resources: z.strictObject({
+    requests: z.strictObject({ cpu: z.string(), memory: z.string() }),
+    limits: z.strictObject({ cpu: z.string(), memory: z.string() }),
+  }),
+  readinessProbe: ProbeSchema,
+  livenessProbe: ProbeSchema,
+  securityContext: z.looseObject({
+    runAsNonRoot: z.literal(true),
+    runAsUser: z.number().int().min(1),
+    allowPrivilegeEscalation: z.literal(false),
+    readOnlyRootFilesystem: z.literal(true),
+    capabilities: z.strictObject({ drop: z.array(z.string()) }),
+    seccompProfile: z.strictObject({ type: z.literal('RuntimeDefault') }),
+  }),
+  volumeMounts: z.array(z.looseObject({ name: z.string(), mountPath: z.string(), readOnly: z.literal(true) })),
+});
+const KnativeServiceSchema = z.looseObject({
+  metadata: z.looseObject({
+    labels: z.record(z.string(), z.string()),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
+  spec: z.strictObject({
+    template: z.strictObject({
+      metadata: z.looseObject({ annotations: z.record(z.string(), z.string()) }),
+      spec: z.looseObject({
+        serviceAccountName: z.string().min(1),
+        containerConcurrency: z.number().int(),
+        timeoutSeconds: z.number().int(),
+        containers: z.array(ContainerSchema).length(1),
+        volumes: z.array(z.looseObject({ name: z.string(), configMap: z.looseObject({ name: z.string() }) })),
+      }),
+    }),
+  }),
+});
+
+function specOf<T extends z.ZodType>(obj: ManifestObject, schema: T): z.output<T> {
+  const r = schema.safeParse(obj.spec);
+  if (!r.success) throw new Error(`${obj.kind} ${obj.metadata.name}: ${r.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return r.data;
+}
+
+const ksvcObject = one('serving.knative.dev/v1', 'Service');
+const ksvc = KnativeServiceSchema.parse(ksvcObject);
+const KSVC_NAME = ksvcObject.metadata.name;
+const brokerObject = one('eventing.knative.dev/v1', 'Broker');
+const BROKER_NAME = brokerObject.metadata.name;
+
+function pointsAtFunction(d: z.infer<typeof DestinationSchema>, path: string): void {
+  expect(d.ref).toEqual({ apiVersion: 'serving.knative.dev/v1', kind: 'Service', name: KSVC_NAME });
+  expect(d.uri).toBe(path);
+}
+
+function pointsAtBroker(d: z.infer<typeof DestinationSchema>): void {
+  expect(d).toEqual({ ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: BROKER_NAME } });
+}
+
+function checkDelivery(delivery: z.infer<typeof DeliverySchema>): void {
+  pointsAtFunction(delivery.deadLetterSink, PATHS.deadLetter);
+}
+
+// --- RBAC helpers.
+
+interface Grant {
+  group: string;
+  resource: string;
+  verb: string;
+}
+
+function grants(rules: PolicyRule[]): Grant[] {
+  return rules.flatMap((r) => r.apiGroups.flatMap((group) => r.resources.flatMap((resource) => r.verbs.map((verb) => ({ group, resource, verb })))));
+}
+
+const key = (g: Grant): string => `${g.group}/${g.resource}:${g.verb}`;
+
+/** The ClusterRoles bound to a ServiceAccount of the install's namespace. */
+function rolesOf(serviceAccount: string): ManifestObject[] {
+  const names = ofKind('rbac.authorization.k8s.io/v1', 'ClusterRoleBinding')
+    .map((b) => BindingSchema.parse(b))
+    .filter((b) => b.subjects.some((s) => s.kind === 'ServiceAccount' && s.name === serviceAccount && s.namespace === NAMESPACE))
+    .map((b) => {
+      expect(b.roleRef.kind).toBe('ClusterRole');
+      return b.roleRef.name;
+    });
+  return ofKind('rbac.authorization.k8s.io/v1', 'ClusterRole').filter((r) => names.includes(r.metadata.name));
+}
+
+/** The resource names the API server serves for the watched kinds (checked against discovery by test/integration/install.test.ts). */
+const SERVED_RESOURCES: Record<(typeof WATCHED_KINDS)[number], string> = {
+  Gateway: 'gateways',
+  GatewayClass: 'gatewayclasses',
+  GatewayConfiguration: 'gatewayconfigurations',
+  L34Route: 'l34routes',
+  Deployment: 'deployments',
+};
+
+function groupOf(apiVersion: string): string {
+  return apiVersion.includes('/') ? (apiVersion.split('/')[0] as string) : '';
+}
+
+describe('infra/kustomization.yaml', () => {
+  test('lists every manifest under infra/ (except samples/, templates/ and the optional gateway-watch component)', () => {
+    const files: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(join(INFRA, dir))) {
+        const rel = dir ? posix.join(dir, name) : name;
+        if (statSync(join(INFRA, rel)).isDirectory()) {
+          // samples/: demo objects; templates/: the LB template (a generator
+          // input); knative/gateway-watch: an optional component.
+          if (rel !== 'samples' && rel !== 'templates' && rel !== 'knative/gateway-watch') walk(rel);
+        } else if (name.endsWith('.yaml') && rel !== 'kustomization.yaml' && rel !== 'knative/kustomizeconfig.yaml') {
+          files.push(rel);
+        }
+      }
+    };
+    walk('');
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
+  });
+
+  test('generates the LB template ConfigMap from the template the controller is tested with', () => {
+    expect(kustomization.configMapGenerator).toEqual([
+      expect.objectContaining({ name: 'meridio-2-lb-template', files: ['lb-deployment.yaml=templates/lb-deployment.yaml'] }),
+    ]);
+  });
+
+  test('installs into one namespace, which it also creates, and binds the ServiceAccounts there', () => {
+    expect(one('v1', 'Namespace').metadata.name).toBe(NAMESPACE);
+    for (const b of ofKind('rbac.authorization.k8s.io/v1', 'ClusterRoleBinding').map((x) => BindingSchema.parse(x))) {
+      for (const s of b.subjects) expect(s).toEqual({ kind: 'ServiceAccount', name: s.name, namespace: NAMESPACE });
+    }
+  });
+});
+
+describe('RBAC', () => {
+  const roles = [...ofKind('rbac.authorization.k8s.io/v1', 'ClusterRole'), ...ofKind('rbac.authorization.k8s.io/v1', 'Role')];
+
+  test('there are roles to check', () => {
+    expect(roles.map((r) => r.metadata.name).sort()).toEqual(['meridio-2-apiserversource', 'meridio-2-gateway-controller']);
+  });
+
+  test.each(roles.map((r) => [r.metadata.name, r] as const))('%s: no wildcards, no delete, no secrets, no privilege escalation', (_name, role) => {
+    const { rules } = RoleSchema.parse(role);
+    for (const g of grants(rules)) {
+      expect(g.group).not.toBe('*');
+      expect(g.resource).not.toBe('*');
+      expect(g.resource).not.toMatch(/^\*\/|\/\*$/);
+      expect(g.verb).not.toBe('*');
+      expect(['delete', 'deletecollection']).not.toContain(g.verb);
+      expect(['escalate', 'bind', 'impersonate']).not.toContain(g.verb);
+      expect(g.resource.split('/')[0]).not.toBe('secrets');
+    }
+  });
+
+  test('the function runs as the ServiceAccount bound to the controller ClusterRole', () => {
+    const sa = ksvc.spec.template.spec.serviceAccountName;
+    expect(ofKind('v1', 'ServiceAccount').map((s) => s.metadata.name)).toContain(sa);
+    expect(rolesOf(sa).map((r) => r.metadata.name)).toEqual(['meridio-2-gateway-controller']);
+  });
+});
+
+describe('Knative Service', () => {
+  const template = ksvc.spec.template;
+  const container = template.spec.containers[0] as z.infer<typeof ContainerSchema>;
+  const KNOWN_AUTOSCALING = new Set(
+    ['class', 'min-scale', 'max-scale', 'initial-scale', 'scale-down-delay', 'metric', 'target', 'scale-to-zero-pod-retention-period', 'metric-aggregation-algorithm', 'window', 'target-utilization-percentage', 'target-burst-capacity', 'panic-window-percentage', 'panic-threshold-percentage', 'activation-scale'].map((k) => `autoscaling.knative.dev/${k}`),
+  );
+
+  test('scales to zero: min-scale is "0", on the revision template', () => {
+    expect(template.metadata.annotations['autoscaling.knative.dev/min-scale']).toBe('0');
+  });
+
+  test('has a bounded max-scale, and every autoscaling annotation is a real one, on the revision template (not the Service)', () => {
+    const max = template.metadata.annotations['autoscaling.knative.dev/max-scale'];
+    expect(max).toMatch(/^[1-9][0-9]*$/);
+    for (const k of Object.keys(template.metadata.annotations).filter((x) => x.startsWith('autoscaling.knative.dev/'))) {
+      expect(KNOWN_AUTOSCALING).toContain(k);
+    }
+    expect(Object.keys(ksvc.metadata.annotations ?? {}).filter((x) => x.startsWith('autoscaling.knative.dev/'))).toEqual([]);
+  });
+
+  test('sets containerConcurrency and timeoutSeconds within Knative limits', () => {
+    expect(template.spec.containerConcurrency).toBeGreaterThanOrEqual(1);
+    expect(template.spec.containerConcurrency).toBeLessThanOrEqual(1000);
+    expect(template.spec.timeoutSeconds).toBeGreaterThanOrEqual(1);
+    expect(template.spec.timeoutSeconds).toBeLessThanOrEqual(600);
+  });
+
+  test('is reachable only inside the cluster', () => {
+    expect(ksvc.metadata.labels['networking.knative.dev/visibility']).toBe('cluster-local');
+  });
+
+  test('probes the function\'s health paths on its own port', () => {
+    expect(container.readinessProbe.httpGet).toEqual({ path: PATHS.ready });
+    expect(container.livenessProbe.httpGet).toEqual({ path: PATHS.live });
+  });
+
+  test('runs non-root, read-only, with every capability dropped, and with requests and limits', () => {
+    expect(container.securityContext.capabilities.drop).toEqual(['ALL']);
+    expect(container.resources.requests.cpu).toBeTruthy();
+    expect(container.resources.limits.memory).toBeTruthy();
+  });
+
+  test('its environment is a valid function configuration, with the LB template where the ConfigMap is mounted', () => {
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
+    // K_SINK comes from the SinkBinding, PORT from Knative.
+    const config = loadConfig({ ...env, K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/ns/broker' });
+    expect(config.TEMPLATE_PATH).toBe(env.TEMPLATE_PATH);
+
+    const generator = kustomization.configMapGenerator[0];
+    const fileKey = generator?.files[0]?.split('=')[0];
+    const volume = template.spec.volumes.find((v) => v.configMap.name === generator?.name);
+    expect(volume).toBeDefined();
+    const mount = container.volumeMounts.find((m) => m.name === volume?.name);
+    expect(mount).toBeDefined();
+    expect(env.TEMPLATE_PATH).toBe(`${mount?.mountPath}/${fileKey}`);
+  });
+});
+
+describe('Broker and Triggers', () => {
+  const triggers = ofKind('eventing.knative.dev/v1', 'Trigger').map((t) => ({ name: t.metadata.name, spec: specOf(t, TriggerSpecSchema) }));
+  const routed = triggers.map((t) => t.spec.filter.attributes.type);
+  const refTypes: string[] = Object.values(API_SOURCE_REF_TYPES);
+
+  test('the Broker\'s own delivery is bounded, exponential and dead-letters to the function', () => {
+    checkDelivery(specOf(brokerObject, BrokerSpecSchema).delivery);
+  });
+
+  test('every Trigger filters on exactly one type that the code receives or emits, and no type has two Triggers', () => {
+    expect(triggers.length).toBeGreaterThan(0);
+    for (const type of routed) expect([...RECEIVED_TYPES, ...EMITTED_TYPES]).toContain(type);
+    expect(new Set(routed).size).toBe(routed.length);
+  });
+
+  test('every type the function receives has a Trigger, except the ApiServerSource Reference-mode types (the source runs in Resource mode)', () => {
+    const expected = RECEIVED_TYPES.filter((t) => !refTypes.includes(t));
+    expect([...routed].sort()).toEqual([...expected].sort());
+    for (const t of refTypes) expect(routed).not.toContain(t);
+    expect(specOf(one('sources.knative.dev/v1', 'ApiServerSource'), ApiServerSourceSpecSchema).mode).toBe('Resource');
+  });
+
+  test('every type the function emits (its fan-out) has a Trigger back to the function', () => {
+    for (const t of EMITTED_TYPES) expect(routed).toContain(t);
+  });
+
+  test.each(triggers.map((t) => [t.name, t.spec] as const))('%s: Broker, subscriber path, bounded exponential retries, dead-letter sink', (_name, spec) => {
+    expect(spec.broker).toBe(BROKER_NAME);
+    pointsAtFunction(spec.subscriber, PATHS.events);
+    checkDelivery(spec.delivery);
+  });
+});
+
+describe('ApiServerSource', () => {
+  const source = one('sources.knative.dev/v1', 'ApiServerSource');
+  const spec = specOf(source, ApiServerSourceSpecSchema);
+
+  test('watches exactly the kinds the function handles, in Resource mode, into the Broker', () => {
+    expect(spec.mode).toBe('Resource');
+    expect(spec.resources.map((r) => r.kind).sort()).toEqual([...WATCHED_KINDS].sort());
+    pointsAtBroker(spec.sink);
+  });
+
+  test('selects Deployments by the managed-by label the renderer sets, and nothing else by label', () => {
+    for (const r of spec.resources) {
+      if (r.kind === 'Deployment') {
+        expect(r.apiVersion).toBe('apps/v1');
+        expect(r.selector).toEqual({ matchLabels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } });
+      } else {
+        expect(r.selector).toBeUndefined();
+      }
+    }
+  });
+
+  test('has a namespaceSelector (without one it would watch only its own namespace)', () => {
+    expect(spec.namespaceSelector).toBeDefined();
+  });
+
+  test('its ServiceAccount may get, list and watch exactly the watched resources, under their real names and under the names Knative guesses, nothing more', () => {
+    expect(ofKind('v1', 'ServiceAccount').map((s) => s.metadata.name)).toContain(spec.serviceAccountName);
+    const granted = rolesOf(spec.serviceAccountName).flatMap((r) => grants(RoleSchema.parse(r).rules)).map(key);
+    const expected = spec.resources.flatMap((r) => {
+      const served = SERVED_RESOURCES[r.kind as (typeof WATCHED_KINDS)[number]];
+      expect(served).toBeDefined();
+      // The adapter watches the served name; Knative's permission check asks for the guessed one.
+      return [served, guessKindToResource(r.kind)].flatMap((resource) =>
+        ['get', 'list', 'watch'].map((verb) => key({ group: groupOf(r.apiVersion), resource, verb })),
+      );
+    });
+    expect([...new Set(granted)].sort()).toEqual([...new Set(expected)].sort());
+    expect(granted).toHaveLength(new Set(granted).size);
+  });
+});
+
+describe('PingSource and SinkBinding', () => {
+  test('the resync is a valid five-field schedule with JSON data, into the Broker', () => {
+    const ping = specOf(one('sources.knative.dev/v1', 'PingSource'), PingSourceSpecSchema);
+    const fields = ping.schedule.trim().split(/\s+/);
+    expect(fields).toHaveLength(5);
+    for (const f of fields) expect(f).toMatch(/^(\*|\d+(-\d+)?)(\/\d+)?(,(\*|\d+(-\d+)?)(\/\d+)?)*$/);
+    expect(ping.contentType).toBe('application/json');
+    expect(() => JSON.parse(ping.data ?? '') as unknown).not.toThrow();
+    pointsAtBroker(ping.sink);
+  });
+
+  test('the SinkBinding gives the function K_SINK = the Broker', () => {
+    const binding = specOf(one('sources.knative.dev/v1', 'SinkBinding'), SinkBindingSpecSchema);
+    expect(binding.subject).toEqual({ apiVersion: 'serving.knative.dev/v1', kind: 'Service', name: KSVC_NAME });
+    pointsAtBroker(binding.sink);
+  });
+});
+
+describe('optional gateway-watch component (Gateway events despite Knative\'s plural guess)', () => {
+  const dir = join(INFRA, 'knative', 'gateway-watch');
+  const component = z
+    .looseObject({ kind: z.literal('Component'), resources: z.array(z.string()) })
+    .parse(loadYaml<unknown>(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')));
+  const objects = component.resources.flatMap((f) => parseManifests(readFileSync(join(dir, f), 'utf8'), join(dir, f)).map((m) => m.object));
+  const source = specOf(one('sources.knative.dev/v1', 'ApiServerSource'), ApiServerSourceSpecSchema);
+
+  const SourceConfigSchema = z.strictObject({
+    allNamespaces: z.boolean(),
+    namespaces: z.array(z.string()),
+    mode: z.literal('Resource'),
+    resources: z.array(z.strictObject({ gvr: z.strictObject({ Group: z.string(), Version: z.string(), Resource: z.string() }) })),
+  });
+  const ContainerSourceSpecSchema = z.strictObject({
+    sink: DestinationSchema,
+    template: z.looseObject({
+      spec: z.looseObject({
+        serviceAccountName: z.string(),
+        containers: z.array(z.looseObject({ env: z.array(z.looseObject({ name: z.string(), value: z.string().optional() })) })).length(1),
+      }),
+    }),
+  });
+
+  test('adds one ContainerSource in the install namespace, into the Broker, as the ApiServerSource\'s ServiceAccount', () => {
+    expect(objects.map((o) => `${o.apiVersion} ${o.kind}`)).toEqual(['sources.knative.dev/v1 ContainerSource']);
+    const [cs] = objects;
+    if (!cs) return;
+    expect(cs.metadata.namespace).toBe(NAMESPACE);
+    const spec = specOf(cs, ContainerSourceSpecSchema);
+    pointsAtBroker(spec.sink);
+    expect(spec.template.spec.serviceAccountName).toBe(source.serviceAccountName);
+  });
+
+  test('its adapter watches Gateways under their served name, in the namespaces the ApiServerSource selects', () => {
+    const [cs] = objects;
+    if (!cs) return;
+    const env = specOf(cs, ContainerSourceSpecSchema).template.spec.containers[0]?.env ?? [];
+    const raw = env.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '';
+    const config = SourceConfigSchema.parse(JSON.parse(raw) as unknown);
+    const gateway = source.resources.find((r) => r.kind === 'Gateway');
+    const [group, version] = (gateway?.apiVersion ?? '').split('/');
+    expect(config.resources).toEqual([{ gvr: { Group: group, Version: version, Resource: SERVED_RESOURCES.Gateway } }]);
+    // The ApiServerSource's empty namespaceSelector means all namespaces.
+    expect(source.namespaceSelector).toEqual({});
+    expect(config.allNamespaces).toBe(true);
+    expect(env.map((e) => e.name)).toEqual(expect.arrayContaining(['K_SOURCE_CONFIG', 'NAME', 'NAMESPACE']));
+  });
+});
