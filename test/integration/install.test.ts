@@ -22,13 +22,16 @@ import {
 // pinned Knative Serving and Eventing CRDs (from their Go modules), the
 // Gateway API and Meridio-2 CRDs (installed by the control plane), and
 // kube-apiserver's own types. Every object of `kustomize build infra` (pinned
-// kustomize) goes through a server-side-apply dry run with strict field
-// validation. Then deliberately broken copies must fail, which proves the
-// check can fail at all.
+// kustomize) goes through two dry runs with strict field validation: a
+// server-side apply and a create (see dryRunCheck for why both). Then
+// deliberately broken copies must fail, which proves the check can fail at
+// all. Last, the ApiServerSource's RBAC is put through the permission check
+// Knative Eventing makes before it starts the source's adapter.
 //
-// What this cannot see: Knative's own admission webhooks (not running here),
-// and fields under schemas that preserve unknown fields (Eventing's Trigger
-// and ApiServerSource specs). test/unit/install-static.test.ts covers those.
+// What this cannot see: Knative's own admission webhooks and controllers (not
+// running here), and fields directly under schema nodes that keep unknown
+// fields (a Trigger's spec, for one). test/unit/install-static.test.ts checks
+// those with strict schemas of its own.
 
 let install: Manifest[] = [];
 let createdNamespace = false;
@@ -197,6 +200,7 @@ describe('the ApiServerSource and Knative Eventing', () => {
   const createdBindings: string[] = [];
 
   afterAll(async () => {
+    await adminConfig().makeApiClient(CoreV1Api).deleteNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, name: SOURCE_SA }).catch(() => undefined);
     for (const name of createdBindings) await rbac().deleteClusterRoleBinding({ name }).catch(() => undefined);
     for (const name of createdClusterRoles) await rbac().deleteClusterRole({ name }).catch(() => undefined);
   });

@@ -12,6 +12,14 @@ import {
   WATCHED_KINDS,
 } from '../../events/types.js';
 import { loadConfig } from '../../functions/config.js';
+import {
+  APPLIED_CONFIGURATION_GENERATION,
+  APPLIED_CONFIGURATION_NAME,
+  APPLIED_CONFIGURATION_UID,
+  APPLIED_GATEWAY_GENERATION,
+  TEMPLATE_HASH,
+} from '../../functions/reconcile/applied-annotations.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../functions/reconcile/conditions.js';
 import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
 
 // Static checks of the install, read straight from the files that
@@ -482,5 +490,29 @@ describe('optional gateway-watch component (Gateway events despite Knative\'s pl
     expect(source.namespaceSelector).toEqual({});
     expect(config.allNamespaces).toBe(true);
     expect(env.map((e) => e.name)).toEqual(expect.arrayContaining(['K_SOURCE_CONFIG', 'NAME', 'NAMESPACE']));
+  });
+});
+
+describe('docs/operations.md keeps up with the code', () => {
+  const doc = readFileSync(join('docs', 'operations.md'), 'utf8');
+  const planSource = readFileSync(join('functions', 'reconcile', 'plan.ts'), 'utf8');
+  const conditionReasons = [...planSource.matchAll(/'(?:True|False|Unknown)',\s*'([A-Z][A-Za-z]+)'/g)].map((m) => m[1] as string);
+  const eventReasons = [...planSource.matchAll(/type: '(?:Normal|Warning)',\s*reason: '([A-Z][A-Za-z]+)'/g)].map((m) => m[1] as string);
+
+  test('names every condition type, and every reason the planner sets', () => {
+    for (const type of [CONDITION_ACCEPTED, CONDITION_PROGRAMMED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE]) expect(doc).toContain(`### ${type}`);
+    expect(new Set(conditionReasons)).toEqual(new Set(['Accepted', 'InvalidParameters', 'Pending', 'Programmed', 'Invalid', 'Applied', 'ApplyFailed', 'RetriesExhausted', 'Available', 'NoAvailableReplicas']));
+    for (const reason of conditionReasons) expect(doc).toContain(`\`${reason}\``);
+  });
+
+  test('names every Event reason the planner emits', () => {
+    expect(new Set(eventReasons)).toEqual(new Set(['InvalidParameters', 'NameCollision', 'GatewayConfigurationApplied', 'ApplyFailed', 'RetriesExhausted']));
+    for (const reason of eventReasons) expect(doc).toMatch(new RegExp(`\\| (Normal|Warning) \\| \`${reason}\``));
+  });
+
+  test('names every Deployment annotation', () => {
+    for (const key of [APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_CONFIGURATION_GENERATION, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH]) {
+      expect(doc).toContain(`\`${key}\``);
+    }
   });
 });

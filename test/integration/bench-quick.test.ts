@@ -1,0 +1,71 @@
+import { existsSync } from 'node:fs';
+import { connect } from '../../bench/lib/cluster.js';
+import { writesTo, type BenchContext } from '../../bench/lib/context.js';
+import { setUp, tearDown } from '../../bench/lib/setup.js';
+import { measureRequests } from '../../bench/measures/requests.js';
+import { measureResync } from '../../bench/measures/resync.js';
+import { clusterInfo } from '../support/cluster.js';
+
+// The benchmark's quick mode in the suite: only the COUNT figures, which are
+// exact (audit log), never the times, which a shared machine makes noisy.
+// It runs the compiled function (dist/functions/main.js, built by `npm test`)
+// as a real process, as the controller ServiceAccount, on the shared control
+// plane (kube-controller-manager runs there).
+
+describe('bench quick mode: request counts', () => {
+  let ctx: BenchContext | undefined;
+  const log = (msg: string): void => {
+    if (process.env.BENCH_VERBOSE) process.stderr.write(`[bench] ${msg}\n`);
+  };
+
+  beforeAll(async () => {
+    if (!existsSync('dist/functions/main.js')) throw new Error('dist/functions/main.js is missing: run `npm test` (it builds first) or `npm run build`');
+    ctx = await setUp(connect(clusterInfo(), { controllerManager: true }), log);
+  }, 120000);
+
+  afterAll(async () => {
+    if (ctx) await tearDown(ctx, { namespaces: true });
+  });
+
+  it('P3: a no-op reconcile writes nothing; a configuration change is one Deployment update and one status update', async () => {
+    const { rows } = await measureRequests(ctx as BenchContext, { repeats: 1 });
+    const row = (scenario: string) => {
+      const r = rows.find((x) => x.scenario === scenario);
+      if (!r) throw new Error(`no P3 row for ${scenario}`);
+      return r;
+    };
+    const noop = row('no-op');
+    expect(noop.outcome).toBe('in-sync');
+    expect(noop.counts.writes).toBe(0);
+    expect(noop.counts.reads).toBeGreaterThan(0);
+
+    const change = row('configuration change');
+    expect(change.outcome).toBe('applied');
+    expect(change.counts.byVerb['update deployments']).toBe(1);
+    expect(writesTo(change.counts, 'deployments')).toBe(1);
+    expect(change.counts.byVerb['update gateways/status']).toBe(1);
+    expect(writesTo(change.counts, 'gateways/status')).toBe(1);
+
+    // A verdict observed again writes nothing either.
+    expect(row('collision (repeat)').counts.writes).toBe(0);
+    expect(row('validation failure (repeat)').counts.writes).toBe(0);
+  }, 180000);
+
+  it('P6: a resync pass costs the same requests per Gateway at every size', async () => {
+    const { sizes, flat } = await measureResync(ctx as BenchContext, { sizes: [10, 20, 40], passes: 1 });
+    expect(sizes.map((s) => s.n)).toEqual([10, 20, 40]);
+    for (const s of sizes) {
+      expect(s.noWrites).toBe(true);
+      expect(s.counts.writes).toBe(0);
+      expect(s.outcomes).toEqual({ 'in-sync': s.n });
+      expect(s.counts.total).toBe(s.dispatchRequests + s.perGatewayTotal * s.n);
+    }
+    const first = sizes[0]!;
+    for (const s of sizes) {
+      expect(s.dispatchRequests).toBe(first.dispatchRequests);
+      expect(s.perGateway).toEqual(first.perGateway);
+      expect(s.perGatewayTotal).toBe(first.perGatewayTotal);
+    }
+    expect(flat).toBe(true);
+  }, 300000);
+});
