@@ -3,7 +3,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { ApiException, ApiextensionsV1Api, loadAllYaml } from '@kubernetes/client-node';
 import { z } from 'zod';
-import { ensureKnativeAssets } from '../../tools/knative/build.mjs';
+import { ensureKnativeCrds as pinnedKnativeCrds } from '../../tools/knative/build.mjs';
 import { kustomizeBuild } from '../../tools/kustomize/build.mjs';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo } from './cluster.js';
@@ -271,7 +271,7 @@ export interface KnativeCrds {
  * may use them too, and installing them is idempotent.
  */
 export async function ensureKnativeCrds(): Promise<KnativeCrds> {
-  const assets = await ensureKnativeAssets();
+  const assets = pinnedKnativeCrds();
   const crds = [...readCrds(assets.servingCrds), ...readCrds(assets.eventingCrds)];
   if (crds.length === 0) throw new Error('no Knative CRDs found');
   const api = adminConfig().makeApiClient(ApiextensionsV1Api);

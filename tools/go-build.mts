@@ -1,0 +1,220 @@
+// What the builders of pinned Go binaries share (tools/controlplane,
+// tools/knative, tools/kustomize): the per-user cache, a cross-process lock,
+// `go build` with visible progress, and module downloads through the module
+// proxy.
+//
+// Runs directly under Node's type stripping (erasable syntax only) before any
+// TypeScript build, and from the compiled tree (dist/tools) afterwards; the
+// builders import it as `../go-build.mts`, which tsc rewrites to `.mjs`.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export function cacheRoot(): string {
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(base, 'meridio-2-knative');
+}
+
+/**
+ * The wrapper-module directory `tools/<name>`, found by walking up from the
+ * caller, which may run from the source tree or from dist/.
+ */
+export function toolDir(name: string, from: string): string {
+  let dir = dirname(fileURLToPath(from));
+  for (;;) {
+    if (existsSync(join(dir, 'tools', name, 'go.mod'))) return join(dir, 'tools', name);
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`cannot find tools/${name}/go.mod above ${fileURLToPath(from)}`);
+    dir = parent;
+  }
+}
+
+/** The version a wrapper go.mod requires of `module`: the one place it is pinned. */
+export function requiredVersion(dir: string, module: string): string {
+  const gomod = readFileSync(join(dir, 'go.mod'), 'utf8');
+  const m = gomod.match(new RegExp(`^\\s*${module.replace(/[./]/g, '\\$&')}\\s+(v\\S+)`, 'm'));
+  if (!m) throw new Error(`${join(dir, 'go.mod')} does not require ${module}`);
+  return m[1] as string;
+}
+
+export type Log = (msg: string) => void;
+
+export function logger(prefix: string): Log {
+  return (msg) => {
+    process.stderr.write(`[${prefix}] ${msg}\n`);
+  };
+}
+
+// An interrupted build must not leave a `go build` running on its own.
+const liveChildren = new Set<ChildProcess>();
+export function stopBuilds(): void {
+  for (const c of liveChildren) c.kill('SIGTERM');
+}
+
+function run(cmd: string, args: string[], cwd: string, log: Log): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd });
+    liveChildren.add(child);
+    child.on('exit', () => liveChildren.delete(child));
+    let tail = '';
+    let packages = 0;
+    const onData = (chunk: Buffer): void => {
+      const text = chunk.toString();
+      tail = (tail + text).slice(-8000);
+      // `go build -v` prints one package per line: a cheap progress counter.
+      packages += text.split('\n').filter((l) => l.trim() && !l.startsWith('go: ')).length;
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    const started = Date.now();
+    const beat = setInterval(() => {
+      log(`  still building: ${Math.round((Date.now() - started) / 1000)}s, ${packages} packages compiled`);
+    }, 20000);
+    child.on('error', (err) => {
+      clearInterval(beat);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      clearInterval(beat);
+      if (code === 0) resolve();
+      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}\n${tail}`));
+    });
+  });
+}
+
+export function requireGo(hint: string): void {
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error(`Go is required to build ${hint} (go not found on PATH)`);
+  }
+}
+
+/**
+ * `go build -v` of one main package of the wrapper module in `dir` into
+ * `out`. Built to a temporary name and renamed: an interrupted build never
+ * leaves a half-written binary that a later run would trust.
+ */
+export async function goBuild(opts: { dir: string; pkg: string; out: string; ldflags?: string; trimpath?: boolean; log: Log }): Promise<void> {
+  const started = Date.now();
+  mkdirSync(dirname(opts.out), { recursive: true });
+  const tmp = `${opts.out}.tmp-${process.pid}`;
+  opts.log(`go build ${opts.pkg}`);
+  const args = ['build', '-v', ...(opts.trimpath ? ['-trimpath'] : []), ...(opts.ldflags ? ['-ldflags', opts.ldflags] : []), '-o', tmp, opts.pkg];
+  try {
+    await run('go', args, opts.dir, opts.log);
+    renameSync(tmp, opts.out);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  opts.log(`built ${opts.out.split('/').pop()} in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
+/** Go module directory of a pinned module, downloading it through the module proxy. */
+export function moduleDir(path: string, version: string, cwd: string): string {
+  const out = execFileSync('go', ['mod', 'download', '-json', `${path}@${version}`], { cwd, encoding: 'utf8' });
+  const info = JSON.parse(out) as { Dir?: string; Error?: string };
+  if (!info.Dir) throw new Error(`go mod download ${path}@${version}: ${info.Error ?? 'no directory'}`);
+  return info.Dir;
+}
+
+/**
+ * Copies the CustomResourceDefinition files of `<module>/<sub>` into
+ * `<cache>/crds/<name>` (atomically; a `.complete` marker records a finished
+ * copy) and returns that directory.
+ */
+export function collectCrds(opts: { name: string; module: string; version: string; sub: string; cwd: string; log: Log }): string {
+  const dir = join(cacheRoot(), 'crds', opts.name);
+  if (existsSync(join(dir, '.complete'))) return dir;
+  requireGo(`${opts.module} CRDs`);
+  opts.log(`collecting ${opts.module} ${opts.version} CRDs from ${opts.sub}`);
+  const src = join(moduleDir(opts.module, opts.version, opts.cwd), opts.sub);
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  let count = 0;
+  for (const f of readdirSync(src).sort()) {
+    if (!f.endsWith('.yaml')) continue;
+    // Only CustomResourceDefinitions: the same directories also ship other
+    // objects (Gateway API's safe-upgrades ValidatingAdmissionPolicy, say).
+    if (!/^kind:\s*CustomResourceDefinition\s*$/m.test(readFileSync(join(src, f), 'utf8'))) continue;
+    copyFileSync(join(src, f), join(tmp, f));
+    // The module cache is read-only; the copies need not be.
+    chmodSync(join(tmp, f), 0o644);
+    count++;
+  }
+  if (count === 0) throw new Error(`no CustomResourceDefinition files in ${src}`);
+  writeFileSync(join(tmp, '.complete'), `${opts.module}@${opts.version}\n`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dirname(dir), { recursive: true });
+  renameSync(tmp, dir);
+  opts.log(`collected ${count} CRD files into ${dir}`);
+  return dir;
+}
+
+/**
+ * A cross-process lock (a directory holding the owner's pid), so two
+ * concurrent runs never build the same binary twice. A lock whose owner died
+ * is taken over.
+ */
+export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>): Promise<T> {
+  const lock = join(cacheRoot(), name);
+  mkdirSync(cacheRoot(), { recursive: true });
+  const deadline = Date.now() + 60 * 60 * 1000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      break;
+    } catch {
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+      } catch {
+        // being created
+      }
+      const alive = holder > 0 && (() => {
+        try {
+          process.kill(holder, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      if (holder > 0 && !alive) {
+        rmSync(lock, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for build lock ${lock}`);
+      log(`waiting for another build (pid ${holder || '?'}) to finish`);
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Runs a builder's main when its file is the process entry point, with clean interruption. */
+export function runAsScript<T>(moduleUrl: string, main: () => Promise<T>, log: Log): void {
+  if (!process.argv[1] || fileURLToPath(moduleUrl) !== process.argv[1]) return;
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      stopBuilds();
+      process.exit(130);
+    });
+  }
+  main().then(
+    (result) => {
+      if (process.argv.includes('--print')) process.stdout.write(`${JSON.stringify(result)}\n`);
+    },
+    (err: unknown) => {
+      log(`FAILED: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
