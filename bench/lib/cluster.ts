@@ -22,6 +22,8 @@ export interface BenchCluster {
   audit: AuditLog;
   /** Whether kube-controller-manager runs (Deployment status, garbage collection, namespace deletion). */
   controllerManager: boolean;
+  /** Every namespace the benchmarks created, for cleanup on a shared cluster. */
+  namespaces: string[];
 }
 
 export function connect(info: ClusterInfo, opts: { controllerManager: boolean }): BenchCluster {
@@ -41,12 +43,13 @@ export function connect(info: ClusterInfo, opts: { controllerManager: boolean })
       if (!(err instanceof ApiException && err.code === 404)) throw err;
     }
   });
-  return { info, admin, audit, controllerManager: opts.controllerManager };
+  return { info, admin, audit, controllerManager: opts.controllerManager, namespaces: [] };
 }
 
 export async function createNamespace(c: BenchCluster, prefix: string): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
   await c.admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  c.namespaces.push(name);
   return name;
 }
 

@@ -46,6 +46,8 @@ export interface StartOptions {
   sink?: string | null;
   logLevel?: string;
   port?: number;
+  /** Node options before the entry (e.g. --cpu-prof), for profiling. */
+  nodeArgs?: string[];
 }
 
 export interface Memory {
@@ -74,7 +76,8 @@ export function readMemory(pid: number): Memory {
   return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
 }
 
-function probeReady(url: string): Promise<boolean> {
+/** One GET /readyz on a fresh connection: true on 200. */
+export function probeReady(url: string): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request(`${url}/readyz`, { agent: false, timeout: 1000 }, (res) => {
       res.resume();
@@ -101,6 +104,8 @@ export class FunctionProcess {
   readyAt = Number.NaN;
   logs: LogLine[] = [];
   private stderr = '';
+  /** Complete stderr lines, for diagnostics written there (the memory probe). */
+  readonly stderrLines: string[] = [];
   private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   private readonly exited: Promise<void>;
 
@@ -118,6 +123,7 @@ export class FunctionProcess {
       }
     });
     proc.stderr!.on('data', (d: Buffer) => { this.stderr = (this.stderr + d.toString()).slice(-4000); });
+    createInterface({ input: proc.stderr! }).on('line', (line) => { this.stderrLines.push(line); });
   }
 
   get pid(): number {
@@ -149,7 +155,7 @@ export class FunctionProcess {
       ...variant.env,
     };
     const spawnedAt = performance.now();
-    const proc = spawn(process.execPath, [variant.entry], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), variant.entry], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
     const fn = new FunctionProcess(proc, url, variant, spawnedAt);

@@ -111,7 +111,7 @@ export async function createForeignDeployment(c: BenchCluster, namespace: string
     namespace,
     body: {
       metadata: { name, labels },
-      spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'registry.invalid/none:1' }] } } },
+      spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'example.invalid/foreign:1' }] } } },
     },
   });
 }

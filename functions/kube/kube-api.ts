@@ -1,4 +1,4 @@
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import {
   DeploymentSchema,
@@ -13,6 +13,7 @@ import {
   type L34Route,
 } from '../reconcile/schemas.js';
 import { isNotFound } from './classify-error.js';
+import { customObjectsApi } from './pooled-client.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -63,7 +64,7 @@ export interface KubeApi {
 }
 
 export function kubeApi(kc: KubeConfig): KubeApi {
-  const api = kc.makeApiClient(CustomObjectsApi);
+  const api = customObjectsApi(kc);
 
   const get = async <S extends z.ZodType>(ref: Ref, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
     try {

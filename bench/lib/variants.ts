@@ -1,0 +1,128 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { TSC_VARIANT, type Variant } from './function-process.js';
+import { repoPath } from './repo.js';
+
+// Build variants of the same function for the cold-start comparison (P1, P5):
+// the shipped tsc output, esbuild bundles (esbuild is a devDependency), the
+// minified bundle with a 1 MB young generation (bundle-min-semi1), any entry
+// given with --variant-entry, and each of them with "-cache": Node's
+// on-disk V8 compile cache (NODE_COMPILE_CACHE), primed by one run before
+// measuring, the way an image build step would prime it.
+
+export const BASE_VARIANTS = ['tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
+export const KNOWN_VARIANTS = ['tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+
+/** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
+const SEMI1 = '--max-semi-space-size=1';
+
+/** The banner gives CommonJS dependencies inside the ESM bundle a `require`. */
+const BANNER = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+
+/** esbuild arguments for the function bundle (run from the repository root). */
+export function esbuildArgs(out: string, minify: boolean, entry = 'functions/main.ts'): string[] {
+  return [
+    entry,
+    '--bundle',
+    ...(minify ? ['--minify'] : []),
+    '--platform=node',
+    '--format=esm',
+    '--target=node24',
+    `--outfile=${out}`,
+    `--banner:js=${BANNER}`,
+    '--log-level=error',
+  ];
+}
+
+export interface PreparedVariants {
+  variants: Variant[];
+  /** Entry file sizes in bytes, by variant. */
+  sizes: Record<string, number>;
+  /** Compile-cache directories, by variant. */
+  cacheDirs: Record<string, string>;
+  byName(name: string): Variant;
+  dispose(): void;
+}
+
+function dirSize(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    total += entry.isDirectory() ? dirSize(p) : statSync(p).size;
+  }
+  return total;
+}
+
+export function compileCacheSize(dir: string): number {
+  return dirSize(dir);
+}
+
+/**
+ * Builds what the requested variants need. `custom` maps extra variant names
+ * to entry files (absolute, or relative to the repository root), `customEnv`
+ * gives them extra environment (e.g. NODE_OPTIONS). Compile caches live in a
+ * temporary directory removed by dispose().
+ */
+export function prepareVariants(names: readonly string[], custom: Record<string, string> = {}, customEnv: Record<string, Record<string, string>> = {}): PreparedVariants {
+  const esbuild = repoPath('node_modules', '.bin', 'esbuild');
+  const cacheRoot = mkdtempSync(join(tmpdir(), 'meridio2-bench-cc-'));
+  const sizes: Record<string, number> = {};
+  const cacheDirs: Record<string, string> = {};
+  const built = new Map<boolean, string>();
+  const bundle = (minify: boolean): string => {
+    const existing = built.get(minify);
+    if (existing) return existing;
+    mkdirSync(repoPath('dist', 'bench', 'bundle'), { recursive: true });
+    const rel = join('dist', 'bench', 'bundle', minify ? 'main.min.mjs' : 'main.mjs');
+    execFileSync(esbuild, esbuildArgs(rel, minify), { cwd: repoPath(), stdio: ['ignore', 'ignore', 'inherit'] });
+    built.set(minify, rel);
+    return rel;
+  };
+  const base = (name: string): Variant => {
+    switch (name) {
+      case 'tsc':
+        return TSC_VARIANT;
+      case 'bundle':
+        return { name, entry: bundle(false), env: {}, describe: 'esbuild --bundle (ESM, not minified)' };
+      case 'bundle-min':
+        return { name, entry: bundle(true), env: {}, describe: 'esbuild --bundle --minify' };
+      case 'bundle-min-semi1':
+        return { name, entry: bundle(true), env: { NODE_OPTIONS: SEMI1 }, describe: `esbuild --bundle --minify, NODE_OPTIONS=${SEMI1}` };
+    }
+    const entry = custom[name];
+    if (entry === undefined) throw new Error(`unknown variant "${name}"; known: ${[...KNOWN_VARIANTS, ...Object.keys(custom)].join(', ')} (and any of them with -cache)`);
+    const env = customEnv[name] ?? {};
+    return { name, entry, env, describe: `--variant-entry ${name}${Object.keys(env).length > 0 ? ` with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}` };
+  };
+  const variants: Variant[] = [];
+  for (const name of [...new Set(names)]) {
+    const cached = name.endsWith('-cache') && custom[name] === undefined;
+    const b = base(cached ? name.slice(0, -'-cache'.length) : name);
+    if (!cached) {
+      variants.push(b);
+      continue;
+    }
+    const dir = join(cacheRoot, name);
+    cacheDirs[name] = dir;
+    variants.push({ name, entry: b.entry, env: { ...b.env, NODE_COMPILE_CACHE: dir }, describe: `${b.describe} + NODE_COMPILE_CACHE (primed)` });
+  }
+  for (const v of variants) sizes[v.name] = statSync(isAbsolute(v.entry) ? v.entry : repoPath(v.entry)).size;
+  return {
+    variants,
+    sizes,
+    cacheDirs,
+    byName: (name) => {
+      const v = variants.find((x) => x.name === name);
+      if (!v) throw new Error(`variant ${name} was not prepared`);
+      return v;
+    },
+    dispose: () => rmSync(cacheRoot, { recursive: true, force: true }),
+  };
+}
+
+export function parseVariantList(list: string): string[] {
+  return list.split(',').map((s) => s.trim()).filter(Boolean);
+}

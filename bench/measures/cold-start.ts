@@ -1,0 +1,175 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { reconcileEvent } from '../../events/outgoing.js';
+import { freePort } from '../../tools/controlplane/free-port.js';
+import { createNamespace } from '../lib/cluster.js';
+import { names, type BenchContext } from '../lib/context.js';
+import { FunctionProcess, probeReady, readMemory, type Variant } from '../lib/function-process.js';
+import { createConfiguration, createGateways, getGateway, appliedWith } from '../lib/objects.js';
+import { repoRoot } from '../lib/repo.js';
+import { summarize, type Summary } from '../lib/stats.js';
+import { compileCacheSize, type PreparedVariants } from '../lib/variants.js';
+
+// P1: cold start of the function process, per build variant, spawns
+// interleaved across variants so that machine noise hits all alike.
+// - spawn → ready: spawn() until GET /readyz first answers 200 (polled every 2 ms);
+// - spawn → first reconcile: spawn() until the first reconcile request,
+//   posted the moment /readyz answered (as Knative's activator forwards the
+//   request it held once the revision is ready), is answered 2xx having
+//   created the Deployment and written the status (outcome "applied",
+//   checked afterwards with a read of the Gateway).
+// Each spawn reconciles a fresh Gateway, so the first reconcile always creates.
+
+export interface P1Variant {
+  variant: string;
+  describe: string;
+  entryBytes: number;
+  compileCacheBytes?: number;
+  spawns: number;
+  ready: Summary;
+  firstReconcile: Summary;
+  /** ready → first reconcile answered: the cold path of the first event. */
+  firstEvent: Summary;
+  /** VmRSS right after the first reconcile (MB). */
+  rssAfterFirstMb: Summary;
+}
+
+export interface ImportCost {
+  module: string;
+  /** import() duration inside a fresh process (ms). */
+  importMs: Summary;
+  /** VmRSS after the import (MB). */
+  rssMb: Summary;
+}
+
+export interface P1Result {
+  variants: P1Variant[];
+  /** Floors: `node -e 0` spawn → exit, and a bare node:http server spawn → /readyz 200. */
+  floors: { nodeExitMs: Summary; bareServerReadyMs: Summary; bareServerRssMb: Summary };
+  imports: ImportCost[];
+}
+
+export async function measureColdStart(ctx: BenchContext, opts: { spawns: number; prepared: PreparedVariants; importRepeats: number }): Promise<P1Result> {
+  const { cluster: c, identity } = ctx;
+  const { variants } = opts.prepared;
+  const ns = await createNamespace(c, 'bench-p1');
+  await createConfiguration(c, ns, 'cfg');
+  const total = opts.spawns * variants.length + variants.length;
+  await createGateways(c, ns, names('cold', 0, total), ctx.className, 'cfg');
+  let next = 0;
+  const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number }> => {
+    const name = `cold-${String(next++).padStart(4, '0')}`;
+    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
+    try {
+      const ev = reconcileEvent({ namespace: ns, name });
+      const r = await fn.post(ev);
+      const first = performance.now() - fn.spawnedAt;
+      const line = await fn.handled(ev.id);
+      if (r.status >= 300) throw new Error(`first reconcile of ${name} (${variant.name}) answered ${r.status}: ${line.outcome} ${String(line.detail ?? '')}`);
+      if (line.outcome !== 'applied') throw new Error(`first reconcile of ${name} (${variant.name}): outcome ${line.outcome}`);
+      const rssMb = fn.memory().rssKb / 1024;
+      if (!appliedWith(await getGateway(c, ns, name), 1)) throw new Error(`${name} is not Applied after its first reconcile`);
+      return { ready: fn.readyMs, first, rssMb };
+    } finally {
+      await fn.stop();
+    }
+  };
+
+  // Prime the compile caches the way an image build would: one run that
+  // serves a reconcile and exits cleanly (the cache is written at exit).
+  for (const v of variants) {
+    if (v.env.NODE_COMPILE_CACHE !== undefined) {
+      await one(v);
+      if (!existsSync(v.env.NODE_COMPILE_CACHE)) throw new Error(`compile cache of ${v.name} was not written`);
+    }
+  }
+  const samples = new Map<string, { ready: number[]; first: number[]; rss: number[] }>();
+  for (let i = 0; i < opts.spawns; i++) {
+    ctx.log(`P1 round ${i + 1}/${opts.spawns}`);
+    for (const v of variants) {
+      const s = await one(v);
+      const acc = samples.get(v.name) ?? { ready: [], first: [], rss: [] };
+      acc.ready.push(s.ready);
+      acc.first.push(s.first);
+      acc.rss.push(s.rssMb);
+      samples.set(v.name, acc);
+    }
+  }
+  const rows: P1Variant[] = variants.map((v) => {
+    const s = samples.get(v.name) ?? { ready: [], first: [], rss: [] };
+    const cacheDir = opts.prepared.cacheDirs[v.name];
+    return {
+      variant: v.name,
+      describe: v.describe,
+      entryBytes: opts.prepared.sizes[v.name] ?? 0,
+      ...(cacheDir ? { compileCacheBytes: compileCacheSize(cacheDir) } : {}),
+      spawns: s.ready.length,
+      ready: summarize(s.ready),
+      firstReconcile: summarize(s.first),
+      firstEvent: summarize(s.first.map((f, i) => f - (s.ready[i] ?? 0))),
+      rssAfterFirstMb: summarize(s.rss),
+    };
+  });
+
+  ctx.log('P1 floors and import costs');
+  const floors = await measureFloors(Math.max(3, opts.importRepeats));
+  const imports: ImportCost[] = [];
+  if (opts.importRepeats > 0) {
+    for (const m of ['@kubernetes/client-node', 'zod', 'cloudevents', 'pino']) imports.push(await importCost(m, opts.importRepeats));
+  }
+  return { variants: rows, floors, imports };
+}
+
+function cleanEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? '' };
+}
+
+function runNode(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, args, { cwd: repoRoot(), env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    p.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`node ${args.join(' ')} exited ${code}: ${err}`))));
+  });
+}
+
+const RSS_SNIPPET = "Number(/VmRSS:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status','utf8'))[1])/1024";
+
+async function importCost(module: string, repeats: number): Promise<ImportCost> {
+  const ms: number[] = [];
+  const rss: number[] = [];
+  const script = `const { createRequire } = await import('node:module'); const require = createRequire(import.meta.url); const t = performance.now(); await import(${JSON.stringify(module)}); const d = performance.now() - t; console.log(JSON.stringify({ d, rss: ${RSS_SNIPPET} }));`;
+  for (let i = 0; i < repeats; i++) {
+    const r = JSON.parse(await runNode(['--input-type=module', '-e', script])) as { d: number; rss: number };
+    ms.push(r.d);
+    rss.push(r.rss);
+  }
+  return { module, importMs: summarize(ms), rssMb: summarize(rss) };
+}
+
+async function measureFloors(repeats: number): Promise<P1Result['floors']> {
+  const exit: number[] = [];
+  const ready: number[] = [];
+  const rss: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const t = performance.now();
+    await runNode(['-e', '0']);
+    exit.push(performance.now() - t);
+    const port = await freePort();
+    const server = `require('node:http').createServer((q, s) => s.end()).listen(${port}, '127.0.0.1'); process.on('SIGTERM', () => process.exit(0));`;
+    const t0 = performance.now();
+    const p = spawn(process.execPath, ['-e', server], { cwd: repoRoot(), env: cleanEnv(), stdio: 'ignore' });
+    const exited = new Promise<void>((r) => p.once('exit', () => r()));
+    for (;;) {
+      if (await probeReady(`http://127.0.0.1:${port}`)) break;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    ready.push(performance.now() - t0);
+    rss.push(readMemory(p.pid ?? 0).rssKb / 1024);
+    p.kill('SIGTERM');
+    await exited;
+  }
+  return { nodeExitMs: summarize(exit), bareServerReadyMs: summarize(ready), bareServerRssMb: summarize(rss) };
+}

@@ -1,0 +1,114 @@
+import { tmpdir } from 'node:os';
+import type { ClusterInfo } from '../tools/controlplane/control-plane.js';
+import type { BenchContext } from './lib/context.js';
+import type { Machine } from './lib/machine.js';
+import { repoRoot } from './lib/repo.js';
+import { prepareVariants } from './lib/variants.js';
+import { measureColdStart, type P1Result } from './measures/cold-start.js';
+import { measureFanOut, type P4Result } from './measures/fan-out.js';
+import { measureMemory, type P5Result } from './measures/memory.js';
+import { measureRequests, type P3Result } from './measures/requests.js';
+import { measureResync, type P6Result } from './measures/resync.js';
+import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
+
+// The whole benchmark over one cluster connection: which figures, at which
+// sizes, and the results document they make.
+
+export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6'] as const;
+export type Figure = (typeof FIGURES)[number];
+
+export interface BenchOptions {
+  quick: boolean;
+  only: Figure[];
+  p1Spawns: number;
+  p1Variants: string[];
+  p1ImportRepeats: number;
+  p2Samples: number;
+  p2ChangeSamples: number;
+  p2Warmup: number;
+  p3Repeats: number;
+  p4Sizes: number[];
+  p4Repeats: number;
+  p5Concurrency: number;
+  p5Repeats: number;
+  p5Variants: string[];
+  p6Sizes: number[];
+  p6Passes: number;
+  controllerManager: boolean;
+  /** The build every figure but P1 and P5 runs (default tsc, the shipped one). */
+  mainVariant: string;
+  /** Extra variants: name → entry file (--variant-entry name=path). */
+  customVariants: Record<string, string>;
+  /** Their extra environment (--variant-env name:KEY=VALUE). */
+  customEnv: Record<string, Record<string, string>>;
+}
+
+export function defaultOptions(quick: boolean): BenchOptions {
+  return quick
+    ? {
+        quick, only: [...FIGURES], p1Spawns: 3, p1Variants: ['tsc'], p1ImportRepeats: 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
+        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p5Variants: ['tsc'], p6Sizes: [10, 20, 40], p6Passes: 1, controllerManager: false, mainVariant: 'tsc', customVariants: {}, customEnv: {},
+      }
+    : {
+        quick, only: [...FIGURES], p1Spawns: 20, p1Variants: ['tsc', 'tsc-cache', 'bundle', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1-cache'], p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
+        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p5Variants: ['tsc', 'bundle-min-cache', 'bundle-min-semi1-cache'], p6Sizes: [100, 500, 1000], p6Passes: 3, controllerManager: false, mainVariant: 'tsc', customVariants: {}, customEnv: {},
+      };
+}
+
+export interface BenchResults {
+  schema: 1;
+  startedAt: string;
+  finishedAt?: string;
+  mode: 'quick' | 'full';
+  options: BenchOptions;
+  machine: Machine;
+  controlPlane: { versions: ClusterInfo['versions']; controllerManager: boolean; startMs: number };
+  /** Wall time per figure (ms). */
+  durations: Partial<Record<Figure, number>>;
+  p1?: P1Result;
+  p2?: P2Result;
+  p3?: P3Result;
+  p4?: P4Result;
+  p5?: P5Result;
+  p6?: P6Result;
+  errors: Partial<Record<Figure, string>>;
+}
+
+/** Runs the selected figures in order; a failing figure is recorded and the others still run. */
+export async function runFigures(ctx: BenchContext, o: BenchOptions, results: BenchResults): Promise<void> {
+  const timed = async <T>(fig: Figure, run: () => Promise<T>): Promise<T | undefined> => {
+    if (!o.only.includes(fig)) return undefined;
+    const t = performance.now();
+    ctx.log(`${fig}: start`);
+    try {
+      return await run();
+    } catch (err) {
+      ctx.log(`${fig}: FAILED ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      // No machine paths in the results file.
+      results.errors[fig] = (err instanceof Error ? err.message : String(err)).split(repoRoot()).join('<repo>').split(tmpdir()).join('<tmp>');
+      return undefined;
+    } finally {
+      results.durations[fig] = Math.round(performance.now() - t);
+      ctx.log(`${fig}: done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+  };
+  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : [])])];
+  const prepared = prepareVariants(names, o.customVariants, o.customEnv);
+  const main = prepared.byName(o.mainVariant);
+  try {
+    const p1 = await timed('P1', () => measureColdStart(ctx, { spawns: o.p1Spawns, prepared: { ...prepared, variants: o.p1Variants.map((n) => prepared.byName(n)) }, importRepeats: o.p1ImportRepeats }));
+    if (p1) results.p1 = p1;
+    const p2 = await timed('P2', () => measureWarmLatency(ctx, { samples: o.p2Samples, changeSamples: o.p2ChangeSamples, warmup: o.p2Warmup, variant: main }));
+    if (p2) results.p2 = p2;
+    const p3 = await timed('P3', () => measureRequests(ctx, { repeats: o.p3Repeats, variant: main }));
+    if (p3) results.p3 = p3;
+    const p4 = await timed('P4', () => measureFanOut(ctx, { sizes: o.p4Sizes, repeats: o.p4Repeats, variant: main }));
+    if (p4) results.p4 = p4;
+    const p5 = await timed('P5', () => measureMemory(ctx, { concurrency: o.p5Concurrency, repeats: o.p5Repeats, variants: o.p5Variants.map((n) => prepared.byName(n)) }));
+    if (p5) results.p5 = p5;
+    const p6 = await timed('P6', () => measureResync(ctx, { sizes: o.p6Sizes, passes: o.p6Passes, variant: main }));
+    if (p6) results.p6 = p6;
+  } finally {
+    prepared.dispose();
+  }
+}

@@ -1,0 +1,48 @@
+import {
+  CustomObjectsApi,
+  ServerConfiguration,
+  createConfiguration,
+  setHeaderMiddleware,
+  type KubeConfig,
+  type RequestContext,
+  type SecurityAuthentication,
+} from '@kubernetes/client-node';
+
+type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
+
+/**
+ * A CustomObjectsApi whose requests share one connection pool.
+ *
+ * KubeConfig.makeApiClient() authenticates every request with
+ * KubeConfig.applySecurityAuthentication(), which (client-node 2.0.1) builds a
+ * new undici Agent each time: a new TCP connection and TLS handshake per API
+ * request. Measured (bench P2/P4): a no-op reconcile 32 → 15 ms, 100 Gateways
+ * fanned out 4.1 → 1.8 s. Headers still come from the KubeConfig on every
+ * request (a rotated token is picked up); only the first Agent is kept, like
+ * client-go's cached transport, so a CA rotated on disk needs a new process.
+ */
+export function customObjectsApi(kc: KubeConfig): CustomObjectsApi {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  let shared: Dispatcher | undefined;
+  const auth: SecurityAuthentication = {
+    getName: () => 'kubeconfig, one connection pool',
+    applySecurityAuthentication: async (context: RequestContext) => {
+      await kc.applySecurityAuthentication(context);
+      const fresh = context.getDispatcher();
+      if (fresh === undefined || fresh === shared) return;
+      if (shared === undefined) {
+        shared = fresh;
+        return;
+      }
+      context.setDispatcher(shared);
+      // Never connected: closing it only releases the object.
+      void fresh.close();
+    },
+  };
+  return new CustomObjectsApi(createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: auth },
+    middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
+  }));
+}
