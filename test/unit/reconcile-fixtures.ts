@@ -1,7 +1,8 @@
 // Fixtures for the reconcile planner's unit tests: a small LB template (three
 // containers, like Meridio-2's), builders for the objects the planner reads,
 // and a stand-in for the API server's defaulting of a written Deployment.
-import type { Observed } from '../../functions/reconcile/plan-types.js';
+import { plan } from '../../functions/reconcile/plan.js';
+import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan-types.js';
 import { parseQuantity } from '../../functions/reconcile/quantity.js';
 import {
   DeploymentSchema,
@@ -264,4 +265,27 @@ export function simulateServer(written: Deployment, previous: Deployment | null,
 export function withStatus(gw: Gateway, status: { conditions: unknown[]; addresses: unknown[] } | null): Gateway {
   if (status === null) return gw;
   return GatewaySchema.parse({ ...structuredClone(gw), status: { ...gw.status, ...structuredClone(status) } });
+}
+
+let resourceVersion = 1000;
+
+/**
+ * One invocation of the I/O layer, as the planner's contract describes it:
+ * plan, write if asked (succeeding, or failing with `failure`), plan again,
+ * store the status.
+ */
+export function invoke(o: Observed, failure?: WriteFailure): { first: Plan; plan: Plan; next: Observed } {
+  const first = plan(o);
+  let final = first;
+  let deployment = o.deployment;
+  if (first.deployment.action !== 'none') {
+    if (failure) {
+      final = plan({ ...o, write: { ok: false, failure } });
+    } else {
+      deployment = simulateServer(first.deployment.object, o.deployment, String((resourceVersion += 1)));
+      final = plan({ ...o, deployment, write: { ok: true, before: o.deployment } });
+    }
+  }
+  const gw = o.gateway && final.statusChanged ? withStatus(o.gateway, final.status) : o.gateway;
+  return { first, plan: final, next: { ...o, gateway: gw, deployment } };
 }

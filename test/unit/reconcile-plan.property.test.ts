@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { currentState, readAppliedState, sameState } from '../../functions/reconcile/applied-annotations.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../functions/reconcile/conditions.js';
 import { plan } from '../../functions/reconcile/plan.js';
-import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan-types.js';
+import type { Observed, WriteFailure } from '../../functions/reconcile/plan-types.js';
 import { DeploymentSchema, type Condition, type Deployment } from '../../functions/reconcile/schemas.js';
 import {
   GC_UID,
@@ -18,8 +18,8 @@ import {
   gatewayConfiguration,
   observed,
   route,
-  simulateServer,
   withStatus,
+  invoke,
 } from './reconcile-fixtures.js';
 
 const nad = (name: string, iface: string) => ({ type: 'NAD', nad: { name, namespace: NS, interface: iface } });
@@ -82,23 +82,6 @@ const arbSituation = fc.record({
 
 type Situation = typeof arbSituation extends fc.Arbitrary<infer T> ? T : never;
 
-let rv = 1000;
-
-function invoke(o: Observed, failure?: WriteFailure): { first: Plan; plan: Plan; next: Observed } {
-  const first = plan(o);
-  let final = first;
-  let deployment = o.deployment;
-  if (first.deployment.action !== 'none') {
-    if (failure) {
-      final = plan({ ...o, write: { ok: false, failure } });
-    } else {
-      deployment = simulateServer(first.deployment.object, o.deployment, String((rv += 1)));
-      final = plan({ ...o, deployment, write: { ok: true, before: o.deployment } });
-    }
-  }
-  const gw = o.gateway && final.statusChanged ? withStatus(o.gateway, final.status) : o.gateway;
-  return { first, plan: final, next: { ...o, gateway: gw, deployment } };
-}
 
 function gatewayOf(g: Situation['gateway']) {
   return gateway({

@@ -26,28 +26,10 @@ import {
   route,
   simulateServer,
   withStatus,
+  invoke,
 } from './reconcile-fixtures.js';
 
 const DEPLOYMENT = `${NS}/sllbr-${GW}`;
-let rv = 100;
-
-// One invocation of the I/O layer, as the contract describes it: plan, write
-// if asked (succeeding, or failing with `failure`), plan again, store status.
-function invoke(o: Observed, failure?: WriteFailure): { plan: Plan; next: Observed } {
-  const first = plan(o);
-  let final = first;
-  let deployment = o.deployment;
-  if (first.deployment.action !== 'none') {
-    if (failure) {
-      final = plan({ ...o, write: { ok: false, failure } });
-    } else {
-      deployment = simulateServer(first.deployment.object, o.deployment, String((rv += 1)));
-      final = plan({ ...o, deployment, write: { ok: true, before: o.deployment } });
-    }
-  }
-  const gw = o.gateway && final.statusChanged ? withStatus(o.gateway, final.status) : o.gateway;
-  return { plan: final, next: { ...o, gateway: gw, deployment } };
-}
 
 function cond(p: Plan, type: string): Condition | undefined {
   return p.status?.conditions.find((c) => c.type === type);
