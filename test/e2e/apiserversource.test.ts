@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { CustomObjectsApi, RbacAuthorizationV1Api, loadAllYaml, type V1ClusterRole } from '@kubernetes/client-node';
-import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
+import { deniedByAuthorizer, readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { freezeDeployments } from '../support/policies.js';
 import { HTTP } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
@@ -162,7 +162,7 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await adapter!.stop();
     const user = new RegExp(`^system:serviceaccount:[^:]+:${ADAPTER_SA}$`);
     const mine = readEvents(clusterInfo().auditLog).events.filter((e) => user.test(e.user.username) && e.objectRef?.resource);
-    expect(mine.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    expect(mine.filter(deniedByAuthorizer).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
     const used = new Set(mine.map((e) => `${e.objectRef?.apiGroup ?? ''} ${resourceOf(e)} ${e.verb}`));
     const granted = new Set<string>();
     for (const rule of shippedSourceRole().rules ?? []) {

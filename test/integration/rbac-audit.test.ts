@@ -1,4 +1,4 @@
-import { readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { deniedByAuthorizer, readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { handleEvent } from '../../functions/handle-event.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
@@ -48,7 +48,7 @@ describe('the controller ClusterRole against the audit log', () => {
     const all: AuditEvent[] = readEvents(clusterInfo().auditLog).events;
     const mine = all.filter((e) => CONTROLLER_USER.test(e.user.username));
     expect(mine.length).toBeGreaterThan(0);
-    const forbidden = mine.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.requestURI}`);
+    const forbidden = mine.filter(deniedByAuthorizer).map((e) => `${e.verb} ${e.requestURI}`);
     expect(forbidden).toEqual([]);
 
     const used = new Set(mine.filter((e) => e.objectRef?.resource).map((e) => key(e.objectRef?.apiGroup ?? '', resourceOf(e), e.verb)));

@@ -25,6 +25,7 @@ const AuditEvent = z.looseObject({
   responseStatus: z.looseObject({ code: z.number().optional() }).optional(),
   requestReceivedTimestamp: z.string(),
   stageTimestamp: z.string(),
+  annotations: z.record(z.string(), z.string()).optional(),
 });
 export type AuditEvent = z.infer<typeof AuditEvent>;
 
@@ -40,6 +41,15 @@ export interface AuditFilter {
 export function resourceOf(e: AuditEvent): string {
   const r = e.objectRef?.resource ?? '';
   return e.objectRef?.subresource ? `${r}/${e.objectRef.subresource}` : r;
+}
+
+/**
+ * True when the authorizer (RBAC) refused the request. A 403 alone is not
+ * enough: admission also answers 403, e.g. for a write into a namespace that
+ * is being deleted.
+ */
+export function deniedByAuthorizer(e: AuditEvent): boolean {
+  return e.annotations?.['authorization.k8s.io/decision'] === 'forbid';
 }
 
 export function matches(e: AuditEvent, f: AuditFilter): boolean {
