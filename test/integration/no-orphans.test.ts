@@ -40,6 +40,9 @@ describe('no process is left behind', () => {
     await exited;
     await waitFor(`every process of ${stateDir} to exit`, () => (processesNaming(stateDir).length === 0 ? true : undefined), { timeoutMs: 30000 });
     await waitFor(`${stateDir} to be removed`, () => (existsSync(stateDir) ? undefined : true), { timeoutMs: 10000 });
+    // A process that is exiting has already lost its command line: wait
+    // for each original pid to be gone (or a zombie) too.
+    await waitFor('the original pids to exit', () => (pids.filter(isRunning).length === 0 ? true : undefined), { timeoutMs: 30000 });
     expect(pids.filter(isRunning)).toEqual([]);
   });
 });
