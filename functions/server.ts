@@ -15,6 +15,21 @@ export interface Logger {
   error(obj: object, msg?: string): void;
 }
 
+/** One `event handled` / `event rejected` log line, as operators and tests read it. */
+export interface EventLogLine {
+  msg?: string;
+  eventId?: string;
+  type?: string;
+  subject?: string;
+  gateway?: string;
+  gateways?: number;
+  outcome?: string;
+  status?: number;
+  detail?: string;
+  durationMs?: number;
+  [k: string]: unknown;
+}
+
 export interface ServerOptions {
   bodyLimitBytes: number;
   log: Logger;

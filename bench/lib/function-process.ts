@@ -25,17 +25,8 @@ export interface Variant {
 
 export const TSC_VARIANT: Variant = { name: 'tsc', entry: 'dist/functions/main.js', env: {}, describe: 'node dist/functions/main.js (tsc output, the shipped entry point)' };
 
-export interface LogLine {
-  msg?: string;
-  eventId?: string;
-  type?: string;
-  gateway?: string;
-  gateways?: number;
-  outcome?: string;
-  status?: number;
-  durationMs?: number;
-  [k: string]: unknown;
-}
+export type { EventLogLine as LogLine } from '../../functions/server.js';
+import type { EventLogLine as LogLine } from '../../functions/server.js';
 
 export interface StartOptions {
   variant?: Variant;

@@ -2,6 +2,7 @@ import { ApiException, AppsV1Api, CustomObjectsApi } from '@kubernetes/client-no
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { CONTROLLER_NAME, type BenchCluster } from './cluster.js';
+import { gatewayBody } from '../../tools/gateway-manifest.js';
 
 // The objects the benchmarks work on, created and edited as the admin (the
 // user), and the checks of what the controller made of them.
@@ -79,18 +80,6 @@ export async function editConfiguration(c: BenchCluster, namespace: string, name
   }
 }
 
-export function gatewayBody(name: string, className: string, configName: string): Record<string, unknown> {
-  return {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name },
-    spec: {
-      gatewayClassName: className,
-      infrastructure: { parametersRef: { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: configName } },
-      listeners: [{ name: 'default', protocol: 'TCP', port: 80 }],
-    },
-  };
-}
 
 /** Creates Gateways with bounded concurrency (the API server is shared with the measurement). */
 export async function createGateways(c: BenchCluster, namespace: string, names: string[], className: string, configName: string, concurrency = 8): Promise<void> {

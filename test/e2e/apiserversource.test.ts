@@ -5,7 +5,7 @@ import { freezeDeployments } from '../support/policies.js';
 import { HTTP } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
-import { GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
+import { GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo, serviceAccountConfig, useNamespace } from '../support/cluster.js';
@@ -180,4 +180,3 @@ describe('end to end with the real ApiServerSource adapter', () => {
   });
 });
 
-void GATEWAY_CLASSES;

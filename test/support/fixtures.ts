@@ -1,6 +1,7 @@
 import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../functions/reconcile/schemas.js';
+import { gatewayBody } from '../../tools/gateway-manifest.js';
 import { adminConfig } from './cluster.js';
 import { CONTROLLER_NAME } from './reconciler.js';
 
@@ -35,20 +36,7 @@ export async function createConfiguration(namespace: string, name: string, spec:
   })) as { metadata: { uid: string; generation: number } };
 }
 
-export function gatewayBody(name: string, className: string, configName?: string, infra: Spec = {}): Spec {
-  return {
-    apiVersion: 'gateway.networking.k8s.io/v1',
-    kind: 'Gateway',
-    metadata: { name },
-    spec: {
-      gatewayClassName: className,
-      ...(configName || Object.keys(infra).length > 0
-        ? { infrastructure: { ...infra, ...(configName ? { parametersRef: { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: configName } } : {}) } }
-        : {}),
-      listeners: [{ name: 'default', protocol: 'TCP', port: 80 }],
-    },
-  };
-}
+export { gatewayBody };
 
 export async function createGateway(namespace: string, name: string, className: string, configName?: string, infra: Spec = {}): Promise<Gateway> {
   return GatewaySchema.parse(await custom().createNamespacedCustomObject({ ...GATEWAYS, namespace, body: gatewayBody(name, className, configName, infra) }));

@@ -27,17 +27,8 @@ export function writeTokenKubeconfig(token: string): string {
   return path;
 }
 
-export interface LogLine {
-  msg?: string;
-  eventId?: string;
-  type?: string;
-  gateway?: string;
-  gateways?: number;
-  outcome?: string;
-  status?: number;
-  detail?: string;
-  [k: string]: unknown;
-}
+export type { EventLogLine as LogLine } from '../../functions/server.js';
+import type { EventLogLine as LogLine } from '../../functions/server.js';
 
 export interface FunctionProcess {
   url: string;

@@ -344,7 +344,3 @@ function httpGet(url: string, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer } 
 export function readClusterInfo(stateDir: string): ClusterInfo {
   return JSON.parse(readFileSync(join(stateDir, 'cluster.json'), 'utf8')) as ClusterInfo;
 }
-
-export function defaultStateRoot(): string {
-  return tmpdir();
-}
