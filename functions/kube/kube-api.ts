@@ -63,8 +63,11 @@ export interface KubeApi {
   replaceEvent(namespace: string, name: string, body: Record<string, unknown>): Promise<unknown>;
 }
 
-export function kubeApi(kc: KubeConfig): KubeApi {
-  const api = customObjectsApi(kc);
+/** A request that has not been answered by then fails as transient. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeApi {
+  const api = customObjectsApi(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
 
   const get = async <S extends z.ZodType>(ref: Ref, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
     try {

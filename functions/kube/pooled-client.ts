@@ -8,6 +8,8 @@ import {
   type SecurityAuthentication,
 } from '@kubernetes/client-node';
 
+import { requestSignal } from './deadline.js';
+
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
 /**
@@ -21,7 +23,7 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
  * request (a rotated token is picked up); only the first Agent is kept, like
  * client-go's cached transport, so a CA rotated on disk needs a new process.
  */
-export function customObjectsApi(kc: KubeConfig): CustomObjectsApi {
+export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number }): CustomObjectsApi {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   let shared: Dispatcher | undefined;
@@ -29,6 +31,9 @@ export function customObjectsApi(kc: KubeConfig): CustomObjectsApi {
     getName: () => 'kubeconfig, one connection pool',
     applySecurityAuthentication: async (context: RequestContext) => {
       await kc.applySecurityAuthentication(context);
+      // Called once per request: the natural place to give each its deadline
+      // (a hung API server must not hold the invocation until Knative cuts it).
+      context.setSignal(requestSignal(options.requestTimeoutMs));
       const fresh = context.getDispatcher();
       if (fresh === undefined || fresh === shared) return;
       if (shared === undefined) {

@@ -91,6 +91,30 @@ export function semanticSubset(desired: unknown, live: unknown): boolean {
   return desired === live;
 }
 
+/**
+ * Where `live` does not say what `desired` says, as paths such as
+ * `spec.template.spec.containers[router].image`: what an operator needs to
+ * read in an Event to find the field that admission (or a person) changed.
+ */
+export function differingPaths(desired: unknown, live: unknown, path = ''): string[] {
+  if (semanticSubset(desired, live)) return [];
+  if (Array.isArray(desired) && Array.isArray(live) && desired.length === live.length) {
+    return desired.flatMap((d, i) => differingPaths(d, live[i], `${path}[${elementLabel(d, i)}]`));
+  }
+  if (isRecord(desired) && isRecord(live)) {
+    return Object.entries(desired).flatMap(([k, v]) => {
+      const at = path === '' ? k : `${path}.${k}`;
+      if (k === 'resources') return resourcesMatch(v, live[k]) ? [] : [at];
+      return differingPaths(v, live[k], at);
+    });
+  }
+  return [path];
+}
+
+function elementLabel(element: unknown, index: number): string {
+  return isRecord(element) && typeof element.name === 'string' ? element.name : String(index);
+}
+
 function mergeMaps(
   live: Record<string, string> | undefined,
   desired: Record<string, string> | undefined,

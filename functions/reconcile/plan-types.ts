@@ -38,7 +38,11 @@ export interface Observed {
 export type DeploymentAction =
   | { action: 'none' }
   | { action: 'create'; object: Deployment }
-  | { action: 'update'; object: Deployment };
+  | { action: 'update'; object: Deployment }
+  // After a write that admission changed: record what was stored, so that the
+  // next reconcile does not take admission's change for drift (a metadata-only
+  // update; best effort).
+  | { action: 'record-admission'; object: Deployment };
 
 export interface GatewayStatusPlan {
   conditions: Condition[];

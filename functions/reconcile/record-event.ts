@@ -3,6 +3,7 @@ import { classifyError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import type { PlannedEvent } from './plan-types.js';
 import type { Gateway } from './schemas.js';
+import { EVENT_NOTE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
 export interface EventContext {
   controllerName: string;
@@ -43,8 +44,7 @@ export async function recordEvent(api: KubeApi, gateway: Gateway, ev: PlannedEve
     reportingInstance: ctx.instance.slice(0, 128),
     action: ev.action,
     reason: ev.reason,
-    // The API server caps note at 1 kB.
-    note: ev.note.length > 1024 ? `${ev.note.slice(0, 1021)}...` : ev.note,
+    note: truncateUtf8(ev.note, EVENT_NOTE_MAX_BYTES),
     type: ev.type,
     regarding: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gateway.metadata.name, namespace, uid: gateway.metadata.uid },
   };
