@@ -8,6 +8,7 @@
 // TCP, strategy, fieldRef apiVersion, ...), drops empty values, and
 // canonicalises quantities. None of that may cause a write, or a reconcile
 // with unchanged inputs would write every time (DESIGN §7.4).
+import { NETWORKS_ANNOTATION } from './nad-networks.js';
 import { quantitiesEqual } from './quantity.js';
 import type { Deployment } from './schemas.js';
 
@@ -157,6 +158,13 @@ export function overlayManaged(live: Deployment, desired: Deployment, options: {
       ...(podLabels && { labels: podLabels }),
       ...(podAnnotations && { annotations: podAnnotations }),
     };
+  }
+
+  // The one pod template annotation we remove: with no networks left, the
+  // Multus annotation goes (merging alone would keep the live one forever).
+  const livePodAnnotations = out.spec.template.metadata?.annotations;
+  if (livePodAnnotations?.[NETWORKS_ANNOTATION] !== undefined && desiredTemplate.metadata?.annotations?.[NETWORKS_ANNOTATION] === undefined) {
+    delete livePodAnnotations[NETWORKS_ANNOTATION];
   }
 
   const podSpec = out.spec.template.spec;

@@ -301,9 +301,15 @@ describe('renderDeployment: network attachments', () => {
     );
   });
 
-  it('lets the configuration win for the same NAD', () => {
+  it('attaches a template NAD again on another interface, template entry first', () => {
     expect(annotation(render({ configuration: nads(['tmpl-net', 'moved0']) }))).toBe(
-      `[{"name":"tmpl-net","namespace":"${NS}","interface":"moved0"}]`,
+      `[{"name":"tmpl-net","namespace":"${NS}","interface":"tmpl0"},{"name":"tmpl-net","namespace":"${NS}","interface":"moved0"}]`,
+    );
+  });
+
+  it('lets the configuration win for the same NAD and interface', () => {
+    expect(annotation(render({ configuration: nads(['tmpl-net', 'tmpl0']) }))).toBe(
+      `[{"name":"tmpl-net","namespace":"${NS}","interface":"tmpl0"}]`,
     );
   });
 
