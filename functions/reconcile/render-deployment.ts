@@ -164,11 +164,14 @@ function renderPodSpec(input: RenderInput, name: string): PodSpec {
   const containerArgs = configuration.spec.verticalScaling?.containers ?? [];
   const liveContainers = live?.spec.template.spec.containers ?? [];
   spec.containers = spec.containers.map((container) => {
-    let rendered = withEnv(container, { name: GATEWAY_NAME_ENV, value: gateway.metadata.name });
+    // Only containers that declare the variable get its value (Meridio-2):
+    // a sidecar added to the template is not handed a variable it never asked for.
+    let rendered = setDeclaredEnv(container, { name: GATEWAY_NAME_ENV, value: gateway.metadata.name });
     if (container.name === ROUTER_CONTAINER) {
-      rendered = withEnv(rendered, fieldRefEnv('POD_NAME', 'metadata.name'));
-      rendered = withEnv(rendered, fieldRefEnv('POD_NAMESPACE', 'metadata.namespace'));
-      rendered = withEnv(rendered, fieldRefEnv('POD_UID', 'metadata.uid'));
+      // Added when missing; a definition the template already has is kept.
+      rendered = addMissingEnv(rendered, fieldRefEnv('POD_NAME', 'metadata.name'));
+      rendered = addMissingEnv(rendered, fieldRefEnv('POD_NAMESPACE', 'metadata.namespace'));
+      rendered = addMissingEnv(rendered, fieldRefEnv('POD_UID', 'metadata.uid'));
     }
     return withResources(
       rendered,
@@ -204,29 +207,37 @@ function fieldRefEnv(name: string, fieldPath: string): EnvVar {
   return { name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } };
 }
 
-// Replaces the variable in place (so the template's order is kept) or
-// appends it.
-function withEnv(container: Container, variable: EnvVar): Container {
-  const env = [...(container.env ?? [])];
-  const index = env.findIndex((e) => e.name === variable.name);
-  if (index < 0) env.push(variable);
-  else env[index] = variable;
-  return { ...container, env };
+// Replaces a declared variable in place (so the template's order is kept);
+// a container that does not declare it is left alone.
+function setDeclaredEnv(container: Container, variable: EnvVar): Container {
+  const env = container.env ?? [];
+  if (!env.some((e) => e.name === variable.name)) return container;
+  return { ...container, env: env.map((e) => (e.name === variable.name ? variable : e)) };
+}
+
+function addMissingEnv(container: Container, variable: EnvVar): Container {
+  const env = container.env ?? [];
+  if (env.some((e) => e.name === variable.name)) return container;
+  return { ...container, env: [...env, variable] };
 }
 
 // Resources come from the configuration when the container is created (no
 // live Deployment, or the container is new in the template) and, with
 // enforceResources, on every reconcile. Otherwise the live values win, so a
 // VPA or a person may manage them; unlisted containers keep what they have.
+//
+// A listed container gets exactly what its entry says, as in Meridio-2
+// ("omitting fields means no value desired"): no `resources` clears requests
+// and limits, no `resizePolicy` clears it. Empty values are rendered (rather
+// than leaving the keys out) so that the diff sees them as a change to make.
 function withResources(container: Container, args: ContainerArgs | undefined, live: Container | undefined): Container {
   const creating = live === undefined;
   if (args !== undefined && (creating || args.enforceResources)) {
     const out: Container = { ...container };
-    if (args.resources !== undefined) {
-      const { requests, limits } = args.resources;
-      out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
-    }
-    if (args.resizePolicy !== undefined) out.resizePolicy = structuredClone(args.resizePolicy);
+    const requests = args.resources?.requests;
+    const limits = args.resources?.limits;
+    out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
+    out.resizePolicy = structuredClone(args.resizePolicy ?? []);
     return out;
   }
   if (live !== undefined) {
