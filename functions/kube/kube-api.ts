@@ -1,4 +1,4 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import {
   DeploymentSchema,
@@ -6,14 +6,16 @@ import {
   GatewayConfigurationSchema,
   GatewaySchema,
   L34RouteSchema,
+  NamespaceSchema,
   type Deployment,
   type Gateway,
   type GatewayClass,
   type GatewayConfiguration,
   type L34Route,
+  type Namespace,
 } from '../reconcile/schemas.js';
 import { isNotFound } from './classify-error.js';
-import { customObjectsApi } from './pooled-client.js';
+import { pooledConfiguration } from './pooled-client.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -51,7 +53,9 @@ export interface KubeApi {
   getGatewayClass(name: string): Promise<GatewayClass | null>;
   getGatewayConfiguration(namespace: string, name: string): Promise<GatewayConfiguration | null>;
   getDeployment(namespace: string, name: string): Promise<Deployment | null>;
-  listL34Routes(namespace: string): Promise<L34Route[]>;
+  /** One namespace's, or every namespace's without one. */
+  listL34Routes(namespace?: string): Promise<L34Route[]>;
+  listNamespaces(): Promise<Namespace[]>;
   listGateways(namespace?: string): Promise<Gateway[]>;
   listGatewayClasses(): Promise<GatewayClass[]>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
@@ -67,7 +71,9 @@ export interface KubeApi {
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
 export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeApi {
-  const api = customObjectsApi(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+  const configuration = pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+  const api = new CustomObjectsApi(configuration);
+  const core = new CoreV1Api(configuration);
 
   const get = async <S extends z.ZodType>(ref: Ref, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
     try {
@@ -94,6 +100,8 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } =
     getGatewayConfiguration: (namespace, name) => get(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema, namespace, name),
     getDeployment: (namespace, name) => get(DEPLOYMENTS, DeploymentSchema, namespace, name),
     listL34Routes: (namespace) => list(L34ROUTES, L34RouteSchema, namespace),
+    // The core API is outside what the custom-objects client can address.
+    listNamespaces: async () => (await core.listNamespace()).items.map((item, i) => parse(NamespaceSchema, `namespaces item ${i}`, item)),
     listGateways: (namespace) => list(GATEWAYS, GatewaySchema, namespace),
     listGatewayClasses: () => list(GATEWAY_CLASSES, GatewayClassSchema),
     createDeployment: async (namespace, body) =>

@@ -3,6 +3,7 @@ import {
   ServerConfiguration,
   createConfiguration,
   setHeaderMiddleware,
+  type Configuration,
   type KubeConfig,
   type RequestContext,
   type SecurityAuthentication,
@@ -23,7 +24,7 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
  * request (a rotated token is picked up); only the first Agent is kept, like
  * client-go's cached transport, so a CA rotated on disk needs a new process.
  */
-export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number }): CustomObjectsApi {
+export function pooledConfiguration(kc: KubeConfig, options: { requestTimeoutMs: number }): Configuration {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   let shared: Dispatcher | undefined;
@@ -45,9 +46,13 @@ export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: nu
       void fresh.close();
     },
   };
-  return new CustomObjectsApi(createConfiguration({
+  return createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
     authMethods: { default: auth },
     middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
-  }));
+  });
+}
+
+export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number }): CustomObjectsApi {
+  return new CustomObjectsApi(pooledConfiguration(kc, options));
 }

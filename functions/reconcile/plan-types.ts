@@ -2,7 +2,7 @@
 // and reports.
 import type { StatusAddress } from './addresses.js';
 import type { Settings } from './render-deployment.js';
-import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route } from './schemas.js';
+import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from './schemas.js';
 
 export type FailureClass = 'transient' | 'persistent' | 'permanent';
 
@@ -22,8 +22,12 @@ export interface Observed {
   gatewayConfiguration: GatewayConfiguration | null;
   // The live sllbr-<gateway>, whoever owns it.
   deployment: Deployment | null;
-  // All L34Routes in the Gateway's namespace.
+  // The L34Routes that may attach: the Gateway's namespace's, or every
+  // namespace's when a listener admits routes from other namespaces.
   routes: L34Route[];
+  // Namespaces and their labels, read only when a listener selects namespaces
+  // by label; null otherwise.
+  namespaces: Namespace[] | null;
   template: { deployment: Deployment; hash: string };
   settings: Settings;
   // RFC 3339; the only clock the planner sees (lastTransitionTime).

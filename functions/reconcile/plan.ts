@@ -37,6 +37,7 @@ import {
 } from './render-deployment.js';
 import type { Condition, Deployment, Gateway, GatewayConfiguration } from './schemas.js';
 import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
+import { namespaceLabels } from './route-attachment.js';
 import { validateParameters } from './validate-configuration.js';
 
 export type { Observed, Plan } from './plan-types.js';
@@ -81,7 +82,7 @@ export function plan(observed: Observed): Plan {
     generation: gateway.metadata.generation ?? 0,
     ref: `${namespace}/${deploymentName(gateway.metadata.name)}`,
     stored: gateway.status?.conditions ?? [],
-    addresses: gatewayAddresses(gateway, observed.routes),
+    addresses: gatewayAddresses(gateway, observed.routes, namespaceLabels(observed.namespaces)),
     live,
     ours: live !== null && isControlledBy(live, gateway) ? live : null,
   };

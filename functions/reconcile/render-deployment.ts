@@ -7,6 +7,7 @@
 // pure function of the inputs, so rendering twice gives the same object.
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
+import { selectorMatches } from './label-selector.js';
 import { NETWORKS_ANNOTATION, desiredNetworks } from './nad-networks.js';
 import type {
   Container,
@@ -15,7 +16,6 @@ import type {
   EnvVar,
   Gateway,
   GatewayConfiguration,
-  LabelSelector,
   OwnerReference,
   PodAffinityTerm,
   PodSpec,
@@ -26,7 +26,8 @@ import type {
 // Meridio-2's LB template names it "router".
 export const ROUTER_CONTAINER = 'router';
 export const GATEWAY_NAME_ENV = 'MERIDIO_GATEWAY_NAME';
-export const DEPLOYMENT_PREFIX = 'sllbr-';
+export { DEPLOYMENT_PREFIX, deploymentName } from './names.js';
+import { deploymentName, gatewayNameLabel } from './names.js';
 export const LABEL_APP = 'app';
 export const LABEL_GATEWAY_NAME = 'gateway.networking.k8s.io/gateway-name';
 // The ApiServerSource selects LB Deployments by this label (events/types.ts).
@@ -52,10 +53,6 @@ export interface RenderInput {
 }
 
 export type Rendered = { ok: true; deployment: Deployment } | { ok: false; error: string };
-
-export function deploymentName(gatewayName: string): string {
-  return `${DEPLOYMENT_PREFIX}${gatewayName}`;
-}
 
 export function ownerReferenceFor(gateway: Gateway): OwnerReference {
   return {
@@ -92,7 +89,7 @@ export function renderDeployment(input: RenderInput): Rendered {
   const infrastructure = gateway.spec.infrastructure;
   // Controller labels are applied last: they carry the selector and the
   // Gateway identity, which neither the template nor the user may change.
-  const controllerLabels = { [LABEL_APP]: name, [LABEL_GATEWAY_NAME]: gatewayName, [LABEL_MANAGED_BY]: MANAGED_BY };
+  const controllerLabels = { [LABEL_APP]: name, [LABEL_GATEWAY_NAME]: gatewayNameLabel(gatewayName), [LABEL_MANAGED_BY]: MANAGED_BY };
 
   const podMeta = template.spec.template.metadata ?? {};
   const networks = desiredNetworks({
@@ -249,24 +246,4 @@ function withResources(container: Container, args: ContainerArgs | undefined, li
     return out;
   }
   return container;
-}
-
-export function selectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
-  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
-  const byExpressions = (selector.matchExpressions ?? []).every((e) => {
-    const value = labels[e.key];
-    switch (e.operator) {
-      case 'In':
-        return value !== undefined && (e.values ?? []).includes(value);
-      case 'NotIn':
-        return value === undefined || !(e.values ?? []).includes(value);
-      case 'Exists':
-        return value !== undefined;
-      case 'DoesNotExist':
-        return value === undefined;
-      default:
-        return false;
-    }
-  });
-  return byLabels && byExpressions;
 }

@@ -32,6 +32,7 @@ function gateway(name: string, o: GatewayOptions = {}): Gateway {
     metadata: { name, namespace: o.namespace ?? NS },
     spec: {
       gatewayClassName: o.className ?? 'gc',
+      listeners: [],
       ...(o.parametersRef ? { infrastructure: { parametersRef: o.parametersRef } } : {}),
     },
     ...(o.addresses ? { status: { addresses: o.addresses.map((value) => ({ type: 'IPAddress', value })) } } : {}),

@@ -176,6 +176,7 @@ export function observed(overrides: Partial<Observed> = {}): Observed {
     gatewayConfiguration: gatewayConfiguration(),
     deployment: null,
     routes: [],
+    namespaces: null,
     template: { deployment: templateDeployment(), hash: TEMPLATE_HASH },
     settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT },
     now: NOW,

@@ -49,6 +49,7 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
     getGatewayConfiguration: async () => gatewayConfiguration({}, { generation: 2 }),
     getDeployment: async () => structuredClone(deployment),
     listL34Routes: async () => [],
+    listNamespaces: async () => [],
     listGateways: async () => [structuredClone(gw)],
     listGatewayClasses: async () => [gatewayClass()],
     createDeployment: async () => {
