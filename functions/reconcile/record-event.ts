@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { classifyError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
+import { boundedName } from './names.js';
 import type { PlannedEvent } from './plan-types.js';
 import type { Gateway } from './schemas.js';
 import { EVENT_NOTE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
@@ -23,7 +24,8 @@ export function microTime(d: Date): string {
  */
 export function eventName(gateway: Gateway, ev: PlannedEvent): string {
   const digest = createHash('sha256').update(`${gateway.metadata.uid ?? ''}\n${ev.type}\n${ev.reason}\n${ev.note}`).digest('hex').slice(0, 12);
-  return `${gateway.metadata.name}.${digest}`;
+  // Event names are DNS subdomains (at most 253): a Gateway name may use all of it.
+  return `${boundedName(gateway.metadata.name, 253 - digest.length - 1)}.${digest}`;
 }
 
 /**
