@@ -1,4 +1,4 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import {
   DeploymentSchema,
@@ -60,6 +60,8 @@ export interface KubeApi {
   listGatewayClasses(): Promise<GatewayClass[]>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
+  /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
+  annotateDeployment(namespace: string, name: string, annotations: Record<string, string>): Promise<void>;
   /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
   replaceGatewayStatus(gateway: Gateway): Promise<Gateway>;
   createEvent(namespace: string, body: Record<string, unknown>): Promise<unknown>;
@@ -101,13 +103,22 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } =
     getDeployment: (namespace, name) => get(DEPLOYMENTS, DeploymentSchema, namespace, name),
     listL34Routes: (namespace) => list(L34ROUTES, L34RouteSchema, namespace),
     // The core API is outside what the custom-objects client can address.
-    listNamespaces: async () => (await core.listNamespace()).items.map((item, i) => parse(NamespaceSchema, `namespaces item ${i}`, item)),
+    // Only name and labels are read; the typed client turns timestamps into Dates.
+    listNamespaces: async () =>
+      (await core.listNamespace()).items.map((item, i) =>
+        parse(NamespaceSchema, `namespaces item ${i}`, { metadata: { name: item.metadata?.name, labels: item.metadata?.labels } })),
     listGateways: (namespace) => list(GATEWAYS, GatewaySchema, namespace),
     listGatewayClasses: () => list(GATEWAY_CLASSES, GatewayClassSchema),
     createDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
     replaceDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'updated Deployment', await api.replaceNamespacedCustomObject({ ...DEPLOYMENTS, namespace, name: body.metadata.name, body })),
+    annotateDeployment: async (namespace, name, annotations) => {
+      await api.patchNamespacedCustomObject(
+        { ...DEPLOYMENTS, namespace, name, body: { metadata: { annotations } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
     replaceGatewayStatus: async (gateway) =>
       parse(GatewaySchema, 'Gateway status', await api.replaceNamespacedCustomObjectStatus({
         ...GATEWAYS,

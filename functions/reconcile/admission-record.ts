@@ -56,19 +56,22 @@ export function admissionExplains(live: Deployment, rendered: Deployment, body: 
 export interface AdmissionChange {
   /** The fields admission changed, for the Event. */
   paths: string[];
-  /** The written Deployment with the record: the body of the follow-up write. */
-  body: Deployment;
+  /** The record, for a metadata-only merge patch of the written Deployment. */
+  annotations: Record<string, string>;
 }
 
 /**
  * After a successful write: if what the server stored differs from what we
- * rendered, the record to write next (one metadata-only update), else null.
+ * rendered, the record to add next, else null. The record is written as a
+ * merge patch, without a resourceVersion: the deployment controller updates a
+ * new Deployment at once (its revision annotation), and a conditional write
+ * would lose that race. Unconditional is safe here: if the spec changed in
+ * between, the record no longer matches it and the next reconcile falls back
+ * to the full comparison.
  */
 export function admissionChange(rendered: Deployment, written: Deployment, includeReplicas: boolean): AdmissionChange | null {
   if (!needsWrite(written, overlayManaged(written, rendered, { force: false }))) return null;
   const value = `${specDigest(rendered, includeReplicas)}.${specDigest(written, includeReplicas)}`;
   if (written.metadata.annotations?.[ADMITTED_SPEC_ANNOTATION] === value) return null;
-  const body = structuredClone(written);
-  body.metadata.annotations = { ...body.metadata.annotations, [ADMITTED_SPEC_ANNOTATION]: value };
-  return { paths: differingPaths(rendered.spec, written.spec, 'spec'), body };
+  return { paths: differingPaths(rendered.spec, written.spec, 'spec'), annotations: { [ADMITTED_SPEC_ANNOTATION]: value } };
 }

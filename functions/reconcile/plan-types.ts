@@ -45,8 +45,8 @@ export type DeploymentAction =
   | { action: 'update'; object: Deployment }
   // After a write that admission changed: record what was stored, so that the
   // next reconcile does not take admission's change for drift (a metadata-only
-  // update; best effort).
-  | { action: 'record-admission'; object: Deployment };
+  // merge patch; best effort).
+  | { action: 'record-admission'; name: string; annotations: Record<string, string> };
 
 export interface GatewayStatusPlan {
   conditions: Condition[];

@@ -37,6 +37,7 @@ import {
 } from './render-deployment.js';
 import type { Condition, Deployment, Gateway, GatewayConfiguration } from './schemas.js';
 import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
+import { renderedProblem } from './rendered-checks.js';
 import { namespaceLabels } from './route-attachment.js';
 import { validateParameters } from './validate-configuration.js';
 
@@ -205,6 +206,8 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
   });
   // Validation checks everything rendering can refuse; kept for safety.
   if (!rendered.ok) return planInvalid(ctx, rendered.error);
+  const unwritable = renderedProblem(rendered.deployment);
+  if (unwritable !== null) return planInvalid(ctx, unwritable);
 
   const current = currentState(gateway, configuration, observed.template.hash);
   const enforceReplicas = configuration.spec.horizontalScaling.enforceReplicas;
@@ -212,7 +215,7 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
   const failure: WriteFailure | undefined = write !== undefined && !write.ok ? write.failure : undefined;
   const admitted = write?.ok === true && ctx.ours ? admissionChange(rendered.deployment, ctx.ours, enforceReplicas) : null;
   const action: DeploymentAction = admitted
-    ? { action: 'record-admission', object: admitted.body }
+    ? { action: 'record-admission', name: rendered.deployment.metadata.name, annotations: admitted.annotations }
     : deploymentAction(ctx, rendered.deployment, current, enforceReplicas);
 
   // A write is due and its outcome unknown: status waits for the next plan.

@@ -116,9 +116,9 @@ async function attempt(
 
   if (final.deployment.action === 'record-admission') {
     // Best effort: if it fails, the next reconcile writes the render again and
-    // records then. A conflict here means someone else wrote: the same.
+    // records then.
     try {
-      await deps.api.replaceDeployment(key.namespace, final.deployment.object);
+      await deps.api.annotateDeployment(key.namespace, final.deployment.name, final.deployment.annotations);
     } catch (err) {
       if (!classifyError(err)) throw err;
     }

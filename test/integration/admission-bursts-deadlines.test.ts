@@ -47,7 +47,8 @@ describe('mutating admission', () => {
     await settleDeploymentStatus(ns);
     // Absorbs the deployment controller's status (LoadBalancerAvailable).
     await reconcile(w.key(), r.deps);
-    expect(deploymentWrites(await converging.end(), r.username)).toBeLessThanOrEqual(2);
+    const convergence = await converging.end();
+    expect(deploymentWrites(convergence, r.username)).toBeLessThanOrEqual(2);
 
     const live = await readDeployment(ns, 'sllbr-gw');
     const images = live.spec?.template.spec?.containers.map((c) => c.image) ?? [];

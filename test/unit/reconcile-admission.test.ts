@@ -41,8 +41,12 @@ function run(o: Observed, admit: Admission) {
     writes += 1;
     final = plan({ ...o, deployment, write: { ok: true, before: o.deployment } });
   }
-  if (final.deployment.action === 'record-admission') {
-    deployment = store(final.deployment.object, deployment, admit);
+  if (final.deployment.action === 'record-admission' && deployment) {
+    // A metadata-only merge patch: the spec, and so the generation, stay.
+    const patched = structuredClone(deployment);
+    patched.metadata.annotations = { ...patched.metadata.annotations, ...final.deployment.annotations };
+    patched.metadata.resourceVersion = String((rv += 1));
+    deployment = patched;
     writes += 1;
   }
   const gateway = o.gateway && final.statusChanged ? withStatus(o.gateway, final.status) : o.gateway;

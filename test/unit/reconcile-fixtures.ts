@@ -279,7 +279,7 @@ export function invoke(o: Observed, failure?: WriteFailure): { first: Plan; plan
   const first = plan(o);
   let final = first;
   let deployment = o.deployment;
-  if (first.deployment.action !== 'none') {
+  if (first.deployment.action === 'create' || first.deployment.action === 'update') {
     if (failure) {
       final = plan({ ...o, write: { ok: false, failure } });
     } else {

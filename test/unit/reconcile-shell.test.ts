@@ -60,6 +60,9 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
       deployment = simulateServer(body, deployment, String((rv += 1)));
       return structuredClone(deployment);
     },
+    annotateDeployment: async () => {
+      throw new Error('not expected in this scenario');
+    },
     replaceGatewayStatus: async (body) => {
       fail('replaceGatewayStatus');
       gw = { ...structuredClone(body), metadata: { ...body.metadata, resourceVersion: String((rv += 1)) } };
