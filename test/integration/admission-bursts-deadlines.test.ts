@@ -11,7 +11,7 @@ import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { APPLIED, condition, editSpec, listEvents, readDeployment, readGateway } from '../support/fixtures.js';
-import { INJECTED_ANNOTATION, MIRROR, mutateDeployments, type Mutations } from '../support/mutating-policies.js';
+import { INJECTED_ANNOTATION, MIRROR, mutateDeployments, type Mutations } from '../../tools/mutating-policies.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
 import { CONTROLLER_NAME, LB_SERVICE_ACCOUNT, TEMPLATE_FILE } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
@@ -39,7 +39,7 @@ describe('mutating admission', () => {
   it('images rewritten and an annotation added at admission: at most 2 writes to converge, then zero writes; a hand edit is corrected', async () => {
     const ns = w.ns();
     const r = w.r();
-    policies = await mutateDeployments(ns);
+    policies = await mutateDeployments(adminConfig(), ns);
     await w.setup();
 
     const converging = await auditLog().begin();

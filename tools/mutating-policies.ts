@@ -1,10 +1,9 @@
-import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig } from './cluster.js';
+import { AppsV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { waitFor } from './controlplane/wait-for.js';
 
-// Mutating admission as clusters run it: CEL MutatingAdmissionPolicies
-// (admissionregistration.k8s.io/v1, GA in Kubernetes 1.36), scoped to one
-// test namespace. One rewrites every container image to a registry mirror,
+// Mutating admission as clusters run it, for tests and the bench: CEL
+// MutatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA in
+// Kubernetes 1.36), scoped to one namespace. One rewrites every container image to a registry mirror,
 // the other adds a Pod template annotation, as sidecar injectors and policy
 // engines do.
 
@@ -20,8 +19,8 @@ export interface Mutations {
   remove(): Promise<void>;
 }
 
-export async function mutateDeployments(namespace: string): Promise<Mutations> {
-  const api = adminConfig().makeApiClient(CustomObjectsApi);
+export async function mutateDeployments(admin: KubeConfig, namespace: string): Promise<Mutations> {
+  const api = admin.makeApiClient(CustomObjectsApi);
   const mirror = `mirror-${namespace}`;
   const inject = `inject-${namespace}`;
   await api.createClusterCustomObject({
@@ -83,7 +82,7 @@ export async function mutateDeployments(namespace: string): Promise<Mutations> {
   };
   // Policies take effect asynchronously: probe with a dry-run create (admission
   // runs, nothing is stored) until both mutations show.
-  const apps = adminConfig().makeApiClient(AppsV1Api);
+  const apps = admin.makeApiClient(AppsV1Api);
   try {
     await waitFor('the mutating policies to take effect', async () => {
       const probe = await apps.createNamespacedDeployment({
