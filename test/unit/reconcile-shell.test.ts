@@ -7,7 +7,7 @@ import { ApiException } from '@kubernetes/client-node';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
 import { CONDITION_APPLIED } from '../../functions/reconcile/conditions.js';
 import { plan } from '../../functions/reconcile/plan.js';
-import { reconcile } from '../../functions/reconcile/reconcile.js';
+import { reconcile, type ReconcileDeps } from '../../functions/reconcile/reconcile.js';
 import type { Deployment, Gateway } from '../../functions/reconcile/schemas.js';
 import {
   CONTROLLER,
@@ -75,6 +75,16 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
   return { api, calls, state: () => ({ gateway: gw, deployment }) };
 }
 
+function depsFor(api: KubeApi): ReconcileDeps {
+  return {
+    api,
+    template: { deployment: templateDeployment(), hash: TEMPLATE_HASH },
+    settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT },
+    clock: () => new Date('2025-01-01T00:00:00Z'),
+    instance: 'unit',
+  };
+}
+
 describe('reconcile shell: a fresh result per attempt', () => {
   // A Deployment applied from configuration generation 1; the configuration
   // is now at generation 2, so an update is due.
@@ -84,13 +94,7 @@ describe('reconcile shell: a fresh result per attempt', () => {
 
   it('503 on the Deployment write, 409 on the status write, then success: applied, no retry', async () => {
     const world = stubApi({ gateway: gateway(), deployment: applied }, { replaceDeployment: [503], replaceGatewayStatus: [409] });
-    const result = await reconcile({ namespace: NS, name: GW }, {
-      api: world.api,
-      template: { deployment: templateDeployment(), hash: TEMPLATE_HASH },
-      settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT },
-      clock: () => new Date('2025-01-01T00:00:00Z'),
-      instance: 'unit',
-    });
+    const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
     expect(world.calls).toEqual(['replaceDeployment:503', 'replaceGatewayStatus:409', 'replaceDeployment:ok', 'replaceGatewayStatus:ok']);
     expect(result).toMatchObject({ outcome: 'applied', retry: false, deploymentWritten: true, statusWritten: true, attempts: 2 });
     expect(result.error).toBeUndefined();
@@ -100,13 +104,7 @@ describe('reconcile shell: a fresh result per attempt', () => {
 
   it('a 503 that is the last word still asks for redelivery', async () => {
     const world = stubApi({ gateway: gateway(), deployment: applied }, { replaceDeployment: [503] });
-    const result = await reconcile({ namespace: NS, name: GW }, {
-      api: world.api,
-      template: { deployment: templateDeployment(), hash: TEMPLATE_HASH },
-      settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT },
-      clock: () => new Date('2025-01-01T00:00:00Z'),
-      instance: 'unit',
-    });
+    const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
     expect(result).toMatchObject({ outcome: 'write-failed', retry: true, deploymentWritten: false, statusWritten: true, attempts: 1 });
     expect(result.error).toMatchObject({ class: 'transient', code: 503 });
   });
