@@ -7,7 +7,7 @@
 // server fills in defaults (imagePullPolicy, terminationMessagePath, protocol:
 // TCP, strategy, fieldRef apiVersion, ...), drops empty values, and
 // canonicalises quantities. None of that may cause a write, or a reconcile
-// with unchanged inputs would write every time (DESIGN §7.4).
+// with unchanged inputs would write every time (docs/design.md §7.4).
 import { NETWORKS_ANNOTATION } from './nad-networks.js';
 import { quantitiesEqual } from './quantity.js';
 import type { Deployment } from './schemas.js';

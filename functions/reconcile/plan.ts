@@ -141,10 +141,10 @@ function planNotOurs(observed: Observed, gateway: Gateway): Plan {
 // Programmed follows what is actually serving. If a Deployment of ours exists,
 // the previous (valid) configuration is still in place and handling traffic,
 // so Programmed stays True and names the generation it runs: flipping it to
-// False would report an outage that is not happening (DESIGN §1), and Accepted
+// False would report an outage that is not happening (docs/design.md §1), and Accepted
 // already says the new parameters were refused. With no Deployment of ours,
 // nothing is programmed: False/Invalid, the Gateway API reason for a Gateway
-// that is semantically invalid. Applied is Unknown/Pending (DESIGN §5: nothing
+// that is semantically invalid. Applied is Unknown/Pending (docs/design.md §5: nothing
 // to apply while not accepted).
 function planInvalid(ctx: Context, message: string): Plan {
   const accepted = condition(ctx, CONDITION_ACCEPTED, 'False', 'InvalidParameters', message);

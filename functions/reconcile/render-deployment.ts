@@ -1,5 +1,5 @@
 // Rendering the LB Deployment for one Gateway from the template, the Gateway
-// and its GatewayConfiguration (DESIGN §4, "Deployment rendering").
+// and its GatewayConfiguration (docs/design.md §4, "Deployment rendering").
 //
 // The live Deployment is an input only where the design says its values win:
 // replicas and resources that are not enforced, the selector (immutable), and

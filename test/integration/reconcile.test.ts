@@ -47,7 +47,7 @@ describe('reconcile', () => {
 
     const gw = await readGateway(ns(), 'gw');
     const d = await readDeployment(ns(), 'sllbr-gw');
-    // Rendering rules (DESIGN §4).
+    // Rendering rules (docs/design.md §4).
     expect(d.metadata?.ownerReferences).toEqual([
       expect.objectContaining({ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: 'gw', uid: gw.metadata.uid, controller: true }),
     ]);
