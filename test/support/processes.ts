@@ -30,6 +30,9 @@ export function writeTokenKubeconfig(token: string): string {
 export type { EventLogLine as LogLine } from '../../functions/server.js';
 import type { EventLogLine as LogLine } from '../../functions/server.js';
 
+/** What the production image runs; `npm test` builds it before jest starts. */
+export const FUNCTION_BUNDLE = 'dist/function.mjs';
+
 export interface FunctionProcess {
   url: string;
   port: number;
@@ -43,7 +46,8 @@ export interface FunctionProcess {
 export async function startFunctionProcess(env: Record<string, string>, port?: number): Promise<FunctionProcess> {
   const p = port ?? (await freePort());
   const url = `http://127.0.0.1:${p}`;
-  const proc = spawn(process.execPath, ['dist/functions/main.js'], {
+  // The shipped artifact: the image runs this bundle (npm run build:bundle).
+  const proc = spawn(process.execPath, [FUNCTION_BUNDLE], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', TEMPLATE_PATH: 'infra/templates/lb-deployment.yaml', PORT: String(p), K_SINK: `${url}/`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
