@@ -45,6 +45,11 @@ export interface FunctionProcess {
 
 export async function startFunctionProcess(env: Record<string, string>, port?: number): Promise<FunctionProcess> {
   const p = port ?? (await freePort());
+  return startFunctionOn(p, env);
+}
+
+/** Starts the function on a port chosen beforehand (a Knative Service address must be known first). */
+export async function startFunctionOn(p: number, env: Record<string, string>): Promise<FunctionProcess> {
   const url = `http://127.0.0.1:${p}`;
   // The shipped artifact: the image runs this bundle (npm run build:bundle).
   const proc = spawn(process.execPath, [FUNCTION_BUNDLE], {
@@ -91,7 +96,7 @@ export interface AdapterResource {
  * The real ApiServerSource receive adapter, out of cluster, in Resource mode,
  * delivering straight to `sink`.
  */
-export async function startAdapter(opts: { kubeconfig: string; sink: string; namespaces: string[]; resources: AdapterResource[] }): Promise<AdapterProcess> {
+export async function startAdapter(opts: { kubeconfig: string; sink: string; namespaces: string[]; resources: AdapterResource[]; env?: Record<string, string> }): Promise<AdapterProcess> {
   const { adapter } = await ensureKnativeAssets();
   const config = {
     namespaces: opts.namespaces,
@@ -109,6 +114,7 @@ export async function startAdapter(opts: { kubeconfig: string; sink: string; nam
       SYSTEM_NAMESPACE: opts.namespaces[0] ?? 'default',
       PROFILING_PORT: '0',
       K_LOGGING_CONFIG: JSON.stringify({ 'zap-logger-config': JSON.stringify({ level: 'info', encoding: 'json', outputPaths: ['stdout'], errorOutputPaths: ['stderr'] }) }),
+      ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
