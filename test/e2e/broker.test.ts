@@ -6,7 +6,8 @@ import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
 import { BROKER, installEventWiring, type EventWiring } from '../support/broker-install.js';
-import { useNamespace } from '../support/cluster.js';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { adminConfig, useNamespace } from '../support/cluster.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
 import { guessKindToResource, pluralOf } from '../support/install.js';
@@ -245,8 +246,12 @@ describe('the real Knative Eventing Broker in the event path', () => {
     // condition says Pending).
     expect(condition(await readGateway(ns(), 'gw'), 'Programmed')?.status).not.toBe('True');
     expect(fn.logs.some((l) => handled(l) && l.subject === gatewaySubject(ns(), 'gw'))).toBe(false);
-    const ping = eventing().startPing();
+    const ping = await eventing().startPing();
     try {
+      await waitFor('the PingSource Ready, with the Broker as its sink', async () => {
+        const ps = await adminConfig().makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: 'sources.knative.dev', version: 'v1', namespace: ns(), plural: 'pingsources', name: 'meridio-2-resync' }) as { status?: { sinkUri?: string; conditions?: Array<{ type: string; status: string }> } };
+        return ps.status?.sinkUri === p().wiring.brokerUrl && ps.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+      }, { timeoutMs: 60000, intervalMs: 500 });
       await waitFor('gw Programmed and Applied after a ping', programmedAndApplied('gw'), { timeoutMs: 150000, intervalMs: 500 });
       const pinged = fn.logs.find((l) => handled(l) && l.type === 'dev.knative.sources.ping');
       expect(pinged).toBeDefined();

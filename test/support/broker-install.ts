@@ -104,7 +104,8 @@ export async function installEventWiring(ns: string, dir: string, functionUrl: s
   if (!service) throw new Error(`no Knative Service rendered from ${dir}`);
   await apply(service);
   await setServiceAddress(ns, service.metadata.name, functionUrl);
-  for (const o of objects.filter((x) => x.kind !== 'Service')) await apply(o);
+  const isSource = (o: Obj): boolean => o.kind === 'ApiServerSource' || o.kind === 'PingSource';
+  for (const o of objects.filter((x) => x.kind !== 'Service' && !isSource(x))) await apply(o);
   const api = adminConfig().makeApiClient(CustomObjectsApi);
   const broker = objects.find((o) => o.kind === 'Broker');
   if (!broker) throw new Error(`no Broker rendered from ${dir}`);
@@ -113,6 +114,10 @@ export async function installEventWiring(ns: string, dir: string, functionUrl: s
     const r = AddressedSchema.safeParse(b);
     return r.success ? r.data.status.address.url : undefined;
   }, { timeoutMs: 90000, intervalMs: 250 });
+  // The sources once their sink has an address: a PingSource reconciled
+  // before that stays SinkNotFound here (seen with these reconcilers: the
+  // Broker's later address did not bring it back).
+  for (const o of objects.filter(isSource)) await apply(o);
   for (const t of objects.filter((o) => o.kind === 'Trigger')) {
     await waitFor(`Trigger ${ns}/${t.metadata.name} status.subscriberUri`, async () => {
       const live = await api.getNamespacedCustomObject({ group: 'eventing.knative.dev', version: 'v1', namespace: ns, plural: 'triggers', name: t.metadata.name });

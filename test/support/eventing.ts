@@ -6,7 +6,7 @@ import { ensureKnativeAssets, type KnativeAssets } from '../../tools/knative/bui
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startClusterDnsProxy, type ClusterDnsProxy } from './cluster-dns-proxy.js';
-import { AppsV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { adminConfig, clusterInfo } from './cluster.js';
 import { startGoProcess, tail, type GoProcess } from './go-process.js';
 import { ensureKnativeCrds, parseManifests, serverSideApply, type Manifest } from './install.js';
@@ -44,7 +44,7 @@ export interface EventingPlane {
   /** Environment for Go clients that must reach cluster DNS names. */
   proxyEnv: Record<string, string>;
   /** The PingSource adapter; one at a time. */
-  startPing(): GoProcess;
+  startPing(): Promise<GoProcess>;
   stop(): Promise<void>;
 }
 
@@ -156,6 +156,9 @@ async function installEventingObjects(assets: KnativeAssets): Promise<void> {
   // maxUnavailable 1 the Deployment is still Available, which is all the
   // reconciler reads. The adapter itself runs as a process (startPing).
   await apply(objectManifest(deployment('pingsource-mt-adapter', 'dispatcher', 0, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } })));
+  // Pods of that Deployment need the namespace's default ServiceAccount,
+  // which no serviceaccount controller creates here.
+  await apply(objectManifest({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: SYSTEM_NAMESPACE } }));
   for (const svc of ['imc-dispatcher', 'broker-ingress', 'broker-filter']) {
     await apply(objectManifest({ apiVersion: 'v1', kind: 'Service', metadata: { name: svc, namespace: SYSTEM_NAMESPACE }, spec: { selector: { app: svc }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } }));
     await apply(objectManifest({
@@ -186,6 +189,34 @@ function deployment(name: string, container: string, replicas: number, strategy?
     metadata: { name, namespace: SYSTEM_NAMESPACE },
     spec: { replicas, ...(strategy ? { strategy } : {}), selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: container, image: `local/${name}` }] } } },
   };
+}
+
+/**
+ * The PingSource reconciler marks a PingSource Ready only when the adapter
+ * Deployment has no unavailable replica, i.e. its Pod runs. Here the adapter
+ * runs as a process (mtping), so its Pod is reported the way a scheduler and
+ * a kubelet would: bound to a node and Ready. The Pod exists only so that the
+ * Deployment tells the truth: the adapter is running.
+ */
+async function reportPingAdapterPodsReady(): Promise<void> {
+  const core = adminConfig().makeApiClient(CoreV1Api);
+  const apps = adminConfig().makeApiClient(AppsV1Api);
+  await waitFor('pingsource-mt-adapter Deployment with no unavailable replica', async () => {
+    const pods = await core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: 'app=pingsource-mt-adapter' });
+    for (const pod of pods.items) {
+      const name = pod.metadata?.name ?? '';
+      if (pod.metadata?.deletionTimestamp) continue;
+      if (!pod.spec?.nodeName) await core.createNamespacedPodBinding({ namespace: SYSTEM_NAMESPACE, name, body: { metadata: { name }, target: { kind: 'Node', name: 'local' } } });
+      if (!pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) {
+        const now = new Date();
+        const conditions = ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+        await core.patchNamespacedPodStatus({ namespace: SYSTEM_NAMESPACE, name, body: [{ op: 'add', path: '/status', value: { phase: 'Running', conditions, startTime: now } }] });
+      }
+    }
+    const d = await apps.readNamespacedDeployment({ namespace: SYSTEM_NAMESPACE, name: 'pingsource-mt-adapter' });
+    const replicas = d.spec?.replicas ?? 0;
+    return replicas > 0 && (d.status?.availableReplicas ?? 0) >= replicas && !d.status?.unavailableReplicas ? true : undefined;
+  }, { timeoutMs: 60000, intervalMs: 500 });
 }
 
 // --- Processes.
@@ -273,7 +304,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
       dispatcher,
       controllers,
       proxyEnv,
-      startPing: () => {
+      startPing: async () => {
         if (ping?.alive()) throw new Error('the PingSource adapter is already running');
         ping = startGoProcess('pingsource-mt-adapter', assets.eventing.mtping, [kubeconfigArg], goEnv({
           CONTAINER_NAME: 'dispatcher',
@@ -287,6 +318,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
           K_NO_SHUTDOWN_AFTER: '0',
           K_SINK_TIMEOUT: '-1',
         }));
+        await reportPingAdapterPodsReady();
         return ping;
       },
       stop,
