@@ -6,7 +6,7 @@ import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
 import { BROKER, installEventWiring, type EventWiring } from '../support/broker-install.js';
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { adminConfig, useNamespace } from '../support/cluster.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
@@ -58,6 +58,23 @@ async function adapterResources(wiring: EventWiring): Promise<AdapterResource[]>
     out.push({ group, version, resource: await pluralOf(r.apiVersion, r.kind), ...(labels ? { selector: labels } : {}) });
   }
   return out;
+}
+
+interface SeenCondition { type: string; status: string; reason?: string; message?: string }
+
+/**
+ * Every Applied condition a Gateway passes through, from a watch: a state
+ * that lasts only until the next event's reconcile (RetriesExhausted is
+ * replaced by ApplyFailed when the following event fails again) is still
+ * seen, which polling could miss.
+ */
+async function watchApplied(ns: string, name: string): Promise<{ seen: SeenCondition[]; stop(): void }> {
+  const seen: SeenCondition[] = [];
+  const controller = await new Watch(adminConfig()).watch(`/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/gateways`, { fieldSelector: `metadata.name=${name}` }, (_phase, obj: { status?: { conditions?: SeenCondition[] } }) => {
+    const c = obj.status?.conditions?.find((x) => x.type === APPLIED);
+    if (c) seen.push(c);
+  }, () => undefined);
+  return { seen, stop: () => controller.abort() };
 }
 
 describe('the real Knative Eventing Broker in the event path', () => {
@@ -207,13 +224,11 @@ describe('the real Knative Eventing Broker in the event path', () => {
     for (const g of ['gw', 'gw2']) await createGateway(ns(), g, p().cls, 'cfg');
     for (const g of ['gw', 'gw2']) await waitFor(`${g} applied`, programmedAndApplied(g, '1'), { timeoutMs: 60000 });
     const freeze = await freezeDeployments(ns(), 'sllbr-gw', 'frozen for maintenance');
+    const applied = await watchApplied(ns(), 'gw');
     try {
       const mark = fn.logs.length;
       await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
-      const exhausted = await waitFor('gw Applied=False/RetriesExhausted', async () => {
-        const c = condition(await readGateway(ns(), 'gw'), APPLIED);
-        return c?.reason === 'RetriesExhausted' ? c : undefined;
-      }, { timeoutMs: 60000, intervalMs: 250 });
+      const exhausted = await waitFor('gw Applied=False/RetriesExhausted', () => applied.seen.find((c) => c.reason === 'RetriesExhausted'), { timeoutMs: 60000 });
       expect(exhausted.status).toBe('False');
       // The dead-letter event the dispatcher really sent: its knativeerrorcode.
       expect(exhausted.message).toContain('answered 503');
@@ -235,6 +250,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
         expect(gap).toBeLessThan(expected + 3000);
       });
     } finally {
+      applied.stop();
       await freeze.lift();
     }
   });
