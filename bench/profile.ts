@@ -69,7 +69,7 @@ function table(s: ProfileSummary, rows = 12): string {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ args: process.argv.slice(2), options: { variant: { type: 'string' }, 'variant-entry': { type: 'string' }, events: { type: 'string' }, burst: { type: 'string' } }, strict: true });
-  const variantName = values.variant ?? 'tsc';
+  const variantName = values.variant ?? 'shipped';
   const custom: Record<string, string> = {};
   if (values['variant-entry'] !== undefined) {
     const eq = values['variant-entry'].indexOf('=');

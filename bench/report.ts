@@ -24,9 +24,9 @@ const mark = (m: boolean | null): string => (m === null ? '–' : m ? '✅ met' 
 export function targets(r: BenchResults): TargetRow[] {
   const rows: TargetRow[] = [];
   const p1 = r.p1?.variants ?? [];
-  const shipped = p1.find((v) => v.variant === 'tsc');
+  const shipped = p1.find((v) => v.variant === 'shipped');
   const best = [...p1].sort((a, b) => a.firstReconcile.median - b.firstReconcile.median)[0];
-  const other = best && best.variant !== 'tsc' ? `; best build (${best.variant}): ` : '';
+  const other = best && best.variant !== 'shipped' ? `; best build (${best.variant}): ` : '';
   if (shipped || best) {
     const s = shipped ?? best;
     if (s) {
@@ -55,7 +55,7 @@ export function targets(r: BenchResults): TargetRow[] {
   }
   const p4 = r.p4?.sizes.find((s) => s.n === 100) ?? r.p4?.sizes[r.p4.sizes.length - 1];
   if (p4) rows.push({ figure: `P4 ${p4.n} Gateways`, target: p4.n === 100 ? '≤ 5 s' : '≤ 5 s (at n = 100)', measured: ms(p4.convergedMs.median), met: p4.n === 100 ? p4.convergedMs.median <= 5000 : null, note: `${p4.counts.total} requests (${p4.requestsPerGateway.toFixed(2)} per Gateway)` });
-  const p5 = r.p5?.variants.find((v) => v.variant === 'tsc') ?? r.p5?.variants[0];
+  const p5 = r.p5?.variants.find((v) => v.variant === 'shipped') ?? r.p5?.variants[0];
   const p5best = r.p5 ? [...r.p5.variants].sort((a, b) => a.peakMb.median - b.peakMb.median)[0] : undefined;
   if (p5 && r.p5) {
     const alt = p5best && p5best.variant !== p5.variant ? `; ${p5best.variant}: ` : '';
@@ -88,7 +88,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
   L.push(`- Node.js ${m.node} (V8 ${m.v8})`);
   L.push(`- 1-minute load average: ${m.loadStart} at start, ${m.loadEnd ?? '?'} at end (other work shared the machine)`);
   L.push(`- Control plane: kube-apiserver ${r.controlPlane.versions.kubernetes}, etcd ${r.controlPlane.versions.etcd}, on loopback, started by the bench (${(r.controlPlane.startMs / 1000).toFixed(1)} s); kube-controller-manager ${r.controlPlane.controllerManager ? 'running' : 'not started (no ReplicaSets or Pods are created from the thousands of LB Deployments, so the API server serves the controller alone; `--controller-manager` turns it on)'}`);
-  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'tsc' ? ' (the shipped `node dist/functions/main.js`)' : ''}; P1 and P5 compare builds`);
+  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped `node dist/function.mjs`)' : ''}; P1 and P5 compare builds`);
   L.push(`- Audit log at Metadata level for every request, \`--audit-log-mode=blocking\` (it costs every request a little, the controller's and the bare GET alike)`);
   L.push('');
   L.push('## Targets');

@@ -112,6 +112,33 @@ export async function goBuild(opts: { dir: string; pkg: string; out: string; ldf
   opts.log(`built ${opts.out.split('/').pop()} in ${Math.round((Date.now() - started) / 1000)}s`);
 }
 
+/**
+ * One `go build -v` of several main packages of the wrapper module in `dir`,
+ * so that they share one compilation of their common dependencies. Each
+ * package's binary is named after the last element of its import path, as
+ * `go build -o <dir>/` names it. All are built into a temporary directory and
+ * renamed into `outDir` only when the whole build succeeded.
+ */
+export async function goBuildMany(opts: { dir: string; pkgs: string[]; outDir: string; ldflags?: string; trimpath?: boolean; log: Log }): Promise<void> {
+  const started = Date.now();
+  mkdirSync(opts.outDir, { recursive: true });
+  const tmp = join(opts.outDir, `.tmp-${process.pid}`);
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  opts.log(`go build ${opts.pkgs.join(' ')}`);
+  const args = ['build', '-v', ...(opts.trimpath ? ['-trimpath'] : []), ...(opts.ldflags ? ['-ldflags', opts.ldflags] : []), '-o', `${tmp}/`, ...opts.pkgs];
+  try {
+    await run('go', args, opts.dir, opts.log);
+    for (const pkg of opts.pkgs) {
+      const name = pkg.split('/').pop() as string;
+      renameSync(join(tmp, name), join(opts.outDir, name));
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  opts.log(`built ${opts.pkgs.length} binaries in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
 /** Go module directory of a pinned module, downloading it through the module proxy. */
 export function moduleDir(path: string, version: string, cwd: string): string {
   const out = execFileSync('go', ['mod', 'download', '-json', `${path}@${version}`], { cwd, encoding: 'utf8' });

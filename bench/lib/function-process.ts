@@ -23,7 +23,9 @@ export interface Variant {
   describe: string;
 }
 
-export const TSC_VARIANT: Variant = { name: 'tsc', entry: 'dist/functions/main.js', env: {}, describe: 'node dist/functions/main.js (tsc output, the shipped entry point)' };
+export const TSC_VARIANT: Variant = { name: 'tsc', entry: 'dist/functions/main.js', env: {}, describe: 'node dist/functions/main.js (tsc output, unbundled)' };
+/** What the production image runs (Dockerfile), built by `npm run build:bundle`. */
+export const SHIPPED_VARIANT: Variant = { name: 'shipped', entry: 'dist/function.mjs', env: {}, describe: 'node dist/function.mjs (the shipped bundle)' };
 
 export type { EventLogLine as LogLine } from '../../functions/server.js';
 import type { EventLogLine as LogLine } from '../../functions/server.js';
@@ -129,7 +131,7 @@ export class FunctionProcess {
   /** Spawns the function and resolves once /readyz answers 200 (polled every 2 ms). */
   static async start(opts: StartOptions): Promise<FunctionProcess> {
     installExitHook();
-    const variant = opts.variant ?? TSC_VARIANT;
+    const variant = opts.variant ?? SHIPPED_VARIANT;
     const port = opts.port ?? (await freePort());
     const url = `http://127.0.0.1:${port}`;
     const sink = opts.sink === undefined ? `${url}/` : opts.sink;

@@ -2,18 +2,18 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { TSC_VARIANT, type Variant } from './function-process.js';
+import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
 import { repoPath } from './repo.js';
 
 // Build variants of the same function for the cold-start comparison (P1, P5):
-// the shipped tsc output, esbuild bundles (esbuild is a devDependency), the
+// the shipped bundle (dist/function.mjs), the tsc output, esbuild bundles (esbuild is a devDependency), the
 // minified bundle with a 1 MB young generation (bundle-min-semi1), any entry
 // given with --variant-entry, and each of them with "-cache": Node's
 // on-disk V8 compile cache (NODE_COMPILE_CACHE), primed by one run before
 // measuring, the way an image build step would prime it.
 
-export const BASE_VARIANTS = ['tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
-export const KNOWN_VARIANTS = ['tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+export const BASE_VARIANTS = ['shipped', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
+export const KNOWN_VARIANTS = ['shipped', 'shipped-cache', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
 
 /** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
 const SEMI1 = '--max-semi-space-size=1';
@@ -83,6 +83,8 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
   };
   const base = (name: string): Variant => {
     switch (name) {
+      case 'shipped':
+        return SHIPPED_VARIANT;
       case 'tsc':
         return TSC_VARIANT;
       case 'bundle':

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { CustomObjectsApi, RbacAuthorizationV1Api, loadAllYaml, type V1ClusterRole } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { deniedByAuthorizer, readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { freezeDeployments } from '../support/policies.js';
 import { HTTP } from 'cloudevents';
@@ -8,7 +7,8 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
 import { GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, clusterInfo, serviceAccountConfig, useNamespace } from '../support/cluster.js';
+import { adminConfig, clusterInfo, useNamespace } from '../support/cluster.js';
+import { ADAPTER_SA, adapterIdentity, shippedSourceRole } from '../support/adapter-identity.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
 import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type FunctionProcess } from '../support/processes.js';
 import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
@@ -25,31 +25,6 @@ const ADAPTER_RESOURCES = [
   { group: 'meridio-2.nordix.org', version: 'v1alpha1', resource: 'l34routes' },
   { group: 'apps', version: 'v1', resource: 'deployments', selector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
 ];
-
-const ADAPTER_SA = 'meridio-2-apiserversource';
-
-/** The adapter runs as the shipped ApiServerSource identity (infra/knative/apiserversource-rbac.yaml). */
-async function adapterIdentity(namespace: string): Promise<string> {
-  const rbac = adminConfig().makeApiClient(RbacAuthorizationV1Api);
-  const role = shippedSourceRole();
-  const name = role.metadata?.name ?? '';
-  await rbac.createClusterRole({ body: role }).catch(async (err: unknown) => {
-    if ((err as { code?: number }).code !== 409) throw err;
-  });
-  const { kc } = await serviceAccountConfig(namespace, ADAPTER_SA);
-  await rbac.createClusterRoleBinding({
-    body: { metadata: { name: `${name}-${namespace}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name: ADAPTER_SA, namespace }] },
-  });
-  const token = (kc.getCurrentUser()?.token ?? '') as string;
-  return writeTokenKubeconfig(token);
-}
-
-function shippedSourceRole(): V1ClusterRole {
-  const docs = loadAllYaml(readFileSync('infra/knative/apiserversource-rbac.yaml', 'utf8')) as Array<{ kind?: string }>;
-  const role = docs.find((d) => d?.kind === 'ClusterRole');
-  if (!role) throw new Error('no ClusterRole in infra/knative/apiserversource-rbac.yaml');
-  return role as V1ClusterRole;
-}
 
 async function post(url: string, event: ReturnType<typeof pingEvent>): Promise<number> {
   const m = HTTP.binary(event);

@@ -134,6 +134,11 @@ async function resourceFor(apiVersion: string, kind: string): Promise<{ base: st
   return { base, plural: r.name, namespaced: r.namespaced };
 }
 
+/** The resource name (plural) the API server serves `kind` of `apiVersion` under. */
+export async function pluralOf(apiVersion: string, kind: string): Promise<string> {
+  return (await resourceFor(apiVersion, kind)).plural;
+}
+
 /** One request's answer: its HTTP status and, when it failed, the API server's message. */
 export interface HttpOutcome {
   status: number;

@@ -30,6 +30,9 @@ export function writeTokenKubeconfig(token: string): string {
 export type { EventLogLine as LogLine } from '../../functions/server.js';
 import type { EventLogLine as LogLine } from '../../functions/server.js';
 
+/** What the production image runs; `npm test` builds it before jest starts. */
+export const FUNCTION_BUNDLE = 'dist/function.mjs';
+
 export interface FunctionProcess {
   url: string;
   port: number;
@@ -42,8 +45,14 @@ export interface FunctionProcess {
 
 export async function startFunctionProcess(env: Record<string, string>, port?: number): Promise<FunctionProcess> {
   const p = port ?? (await freePort());
+  return startFunctionOn(p, env);
+}
+
+/** Starts the function on a port chosen beforehand (a Knative Service address must be known first). */
+export async function startFunctionOn(p: number, env: Record<string, string>): Promise<FunctionProcess> {
   const url = `http://127.0.0.1:${p}`;
-  const proc = spawn(process.execPath, ['dist/functions/main.js'], {
+  // The shipped artifact: the image runs this bundle (npm run build:bundle).
+  const proc = spawn(process.execPath, [FUNCTION_BUNDLE], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', TEMPLATE_PATH: 'infra/templates/lb-deployment.yaml', PORT: String(p), K_SINK: `${url}/`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -87,7 +96,7 @@ export interface AdapterResource {
  * The real ApiServerSource receive adapter, out of cluster, in Resource mode,
  * delivering straight to `sink`.
  */
-export async function startAdapter(opts: { kubeconfig: string; sink: string; namespaces: string[]; resources: AdapterResource[] }): Promise<AdapterProcess> {
+export async function startAdapter(opts: { kubeconfig: string; sink: string; namespaces: string[]; resources: AdapterResource[]; env?: Record<string, string> }): Promise<AdapterProcess> {
   const { adapter } = await ensureKnativeAssets();
   const config = {
     namespaces: opts.namespaces,
@@ -105,6 +114,7 @@ export async function startAdapter(opts: { kubeconfig: string; sink: string; nam
       SYSTEM_NAMESPACE: opts.namespaces[0] ?? 'default',
       PROFILING_PORT: '0',
       K_LOGGING_CONFIG: JSON.stringify({ 'zap-logger-config': JSON.stringify({ level: 'info', encoding: 'json', outputPaths: ['stdout'], errorOutputPaths: ['stderr'] }) }),
+      ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,124 @@
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+// Knative addresses are cluster DNS names (broker-ingress.knative-eventing.
+// svc.cluster.local, <channel>-kn-channel.<ns>.svc.cluster.local, ...), which
+// do not resolve on the test machine. Go's HTTP clients (and Node's fetch
+// with NODE_USE_ENV_PROXY=1) send such requests to $HTTP_PROXY with the full
+// URL, and never proxy loopback targets. This forward proxy maps each
+// cluster host name to the local port of the process that serves it and
+// keeps the Host header, by which the in-memory channel dispatcher routes.
+//
+// Node's fetch ignores it here (with NODE_USE_ENV_PROXY=1 a proxied fetch
+// hangs on Node 24.21), so the function gets a URL whose host is a local
+// listener standing for the cluster name (`localAddress`): what the name
+// would resolve to in a cluster.
+//
+// It also records every request it forwards: which hop of the Broker an
+// event took (ingress, channel, filter) and what that hop answered.
+
+export interface ProxiedRequest {
+  at: number;
+  host: string;
+  path: string;
+  /** CloudEvent id and type (binary mode headers), when it carried one. */
+  ceId?: string;
+  ceType?: string;
+  ceSubject?: string;
+  /** The answer's status; 0 while the request is in flight. */
+  status: number;
+}
+
+export interface ClusterDnsProxy {
+  url: string;
+  requests: ProxiedRequest[];
+  /** `url` with its cluster host name replaced by a local listener that forwards (and records) like the proxy. */
+  localAddress(url: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Host name → loopback port; `fallback` serves any other `*.svc.cluster.local` name. */
+export interface Routes {
+  hosts: Record<string, number>;
+  fallback?: number;
+}
+
+const CLUSTER_SUFFIX = '.svc.cluster.local';
+
+function header(h: IncomingHttpHeaders, name: string): string | undefined {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function listen(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const addr = server.address();
+      if (addr && typeof addr === 'object') resolve(addr.port);
+      else reject(new Error('no address'));
+    });
+  });
+}
+
+export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsProxy> {
+  const requests: ProxiedRequest[] = [];
+  const forward = (req: IncomingMessage, res: ServerResponse, host: string, pathAndQuery: string): void => {
+    const port = routes.hosts[host] ?? (host.endsWith(CLUSTER_SUFFIX) ? routes.fallback : undefined);
+    if (port === undefined) {
+      res.writeHead(502).end(`no route for ${host}`);
+      return;
+    }
+    const headers: IncomingHttpHeaders = { ...req.headers, host };
+    delete headers['proxy-connection'];
+    const record: ProxiedRequest = { at: Date.now(), host, path: pathAndQuery.split('?')[0] as string, ceId: header(req.headers, 'ce-id'), ceType: header(req.headers, 'ce-type'), ceSubject: header(req.headers, 'ce-subject'), status: 0 };
+    // Recorded on arrival: with the in-memory channel, a request can be in
+    // flight for as long as its subscribers' retries take.
+    requests.push(record);
+    const upstream = request({ host: '127.0.0.1', port, method: req.method, path: pathAndQuery, headers }, (up) => {
+      record.status = up.statusCode ?? 0;
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', (err) => {
+      record.status = 502;
+      if (!res.headersSent) res.writeHead(502);
+      res.end(`upstream ${host} (127.0.0.1:${port}): ${err.message}`);
+    });
+    req.pipe(upstream);
+  };
+  const servers: Server[] = [];
+  const proxy = createServer((req, res) => {
+    let target: URL;
+    try {
+      target = new URL(req.url ?? '');
+    } catch {
+      res.writeHead(400).end('absolute URL expected (forward proxy)');
+      return;
+    }
+    forward(req, res, target.hostname, `${target.pathname}${target.search}`);
+  });
+  servers.push(proxy);
+  const port = await listen(proxy);
+  const aliases = new Map<string, Promise<number>>();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    localAddress: async (url) => {
+      const u = new URL(url);
+      let alias = aliases.get(u.hostname);
+      if (!alias) {
+        const server = createServer((req, res) => forward(req, res, u.hostname, req.url ?? '/'));
+        servers.push(server);
+        alias = listen(server);
+        aliases.set(u.hostname, alias);
+      }
+      return `http://127.0.0.1:${await alias}${u.pathname}${u.search}`;
+    },
+    close: async () => {
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      })));
+    },
+  };
+}

@@ -1,0 +1,330 @@
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureKnativeAssets, type KnativeAssets } from '../../tools/knative/build.mjs';
+import { freePort } from '../../tools/controlplane/free-port.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { startClusterDnsProxy, type ClusterDnsProxy } from './cluster-dns-proxy.js';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { adminConfig, clusterInfo } from './cluster.js';
+import { startGoProcess, tail, type GoProcess } from './go-process.js';
+import { ensureKnativeCrds, parseManifests, serverSideApply, type Manifest } from './install.js';
+
+// The real Knative Eventing data plane (MT channel-based Broker over the
+// in-memory channel), out of cluster, on the shared test control plane:
+//
+//   ingress  (cmd/broker/ingress)       broker-ingress.knative-eventing.svc...
+//   dispatcher (cmd/in_memory/channel_dispatcher)  the channels, on :8080
+//   filter   (cmd/broker/filter)        broker-filter.knative-eventing.svc...
+//   controllers (tools/knative/controllers): Broker, Trigger, Subscription,
+//            InMemoryChannel and PingSource reconcilers
+//   mtping   (cmd/mtping), started on demand by the PingSource test
+//
+// all built from knative.dev/eventing by tools/knative/build.mts. What
+// Kubernetes would provide in a cluster is stood in for by objects the
+// reconcilers read (Deployments, Services, EndpointSlices) and by a forward
+// proxy for cluster DNS names (cluster-dns-proxy.ts).
+
+export const SYSTEM_NAMESPACE = 'knative-eventing';
+const INGRESS_HOST = `broker-ingress.${SYSTEM_NAMESPACE}.svc.cluster.local`;
+const FILTER_HOST = `broker-filter.${SYSTEM_NAMESPACE}.svc.cluster.local`;
+/** Hard-coded in the dispatcher (pkg/reconciler/inmemorychannel/dispatcher). */
+const DISPATCHER_PORTS = [8080, 8443];
+/** Any non-loopback address: the API server refuses loopback endpoints, and only readiness is read. */
+const PLACEHOLDER_ENDPOINT = '10.255.0.1';
+
+export interface EventingPlane {
+  assets: KnativeAssets;
+  proxy: ClusterDnsProxy;
+  ingress: GoProcess;
+  filter: GoProcess;
+  dispatcher: GoProcess;
+  controllers: GoProcess;
+  /** Environment for Go clients that must reach cluster DNS names. */
+  proxyEnv: Record<string, string>;
+  /** The PingSource adapter; one at a time. */
+  startPing(): Promise<GoProcess>;
+  stop(): Promise<void>;
+}
+
+// --- A machine-wide lock on the dispatcher's fixed ports: two test runs on
+// one machine (two worktrees, say) take turns instead of one silently
+// talking to the other's dispatcher.
+
+const LOCK = join(tmpdir(), 'meridio2-eventing-dispatcher.lock');
+
+function lockHolder(): number {
+  try {
+    return Number(readFileSync(join(LOCK, 'pid'), 'utf8'));
+  } catch {
+    return 0;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function takeDispatcherLock(timeoutMs: number): Promise<() => void> {
+  await waitFor(`the dispatcher port lock ${LOCK} (held by pid ${lockHolder() || '?'})`, () => {
+    try {
+      mkdirSync(LOCK);
+      writeFileSync(join(LOCK, 'pid'), String(process.pid));
+      return true;
+    } catch {
+      const holder = lockHolder();
+      if (holder > 0 && !processAlive(holder)) rmSync(LOCK, { recursive: true, force: true });
+      return undefined;
+    }
+  }, { timeoutMs, intervalMs: 1000 });
+  return () => {
+    if (lockHolder() === process.pid) rmSync(LOCK, { recursive: true, force: true });
+  };
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '0.0.0.0', () => srv.close(() => resolve(true)));
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+// --- Cluster objects.
+
+function manifestsOf(file: string): Manifest[] {
+  return parseManifests(readFileSync(file, 'utf8'), file);
+}
+
+function objectManifest(obj: Record<string, unknown>): Manifest {
+  const text = JSON.stringify(obj);
+  return parseManifests(text, 'generated')[0] as Manifest;
+}
+
+async function apply(m: Manifest): Promise<void> {
+  const r = await serverSideApply(m, { dryRun: false });
+  if (r.status >= 300) throw new Error(`apply ${m.object.kind} ${m.object.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
+}
+
+/**
+ * What the data plane reads from the cluster: the Eventing CRDs (core and the
+ * in-memory channel), the module's own ConfigMaps, and stand-ins for what
+ * Deployments, Services and EndpointSlices would report in a cluster.
+ * Idempotent: every test file may call it on the shared control plane.
+ */
+async function installEventingObjects(assets: KnativeAssets): Promise<void> {
+  await ensureKnativeCrds();
+  for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await apply(m);
+  await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
+  const configs = join(assets.eventingConfig, 'core', 'configmaps');
+  for (const f of readdirSync(configs).filter((x) => x.endsWith('.yaml')).sort()) {
+    for (const m of manifestsOf(join(configs, f))) {
+      // The filter logs each event it receives at debug level: the test
+      // reads that line. The rest of config-logging stays as shipped.
+      if (m.object.metadata.name === 'config-logging') {
+        const data = (m.object as { data?: Record<string, string> }).data ?? {};
+        await apply(objectManifest({ ...m.object, data: { ...data, 'loglevel.mt_broker_filter': 'debug' } }));
+      } else {
+        await apply(m);
+      }
+    }
+  }
+  for (const m of manifestsOf(join(assets.eventingConfig, 'channels', 'in-memory-channel', 'configmaps', 'event-dispatcher.yaml'))) await apply(m);
+
+  // The IMC reconciler marks channels ready only when the dispatcher
+  // Deployment is Available; with replicas 0, kube-controller-manager says so.
+  await apply(objectManifest(deployment('imc-dispatcher', 'dispatcher', 0)));
+  // The PingSource reconciler requires the shared adapter Deployment and
+  // scales it to 1. No Pod ever runs here (no scheduler, no kubelet); with
+  // maxUnavailable 1 the Deployment is still Available, which is all the
+  // reconciler reads. The adapter itself runs as a process (startPing).
+  await apply(objectManifest(deployment('pingsource-mt-adapter', 'dispatcher', 0, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } })));
+  // Pods of that Deployment need the namespace's default ServiceAccount,
+  // which no serviceaccount controller creates here.
+  await apply(objectManifest({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: SYSTEM_NAMESPACE } }));
+  for (const svc of ['imc-dispatcher', 'broker-ingress', 'broker-filter']) {
+    await apply(objectManifest({ apiVersion: 'v1', kind: 'Service', metadata: { name: svc, namespace: SYSTEM_NAMESPACE }, spec: { selector: { app: svc }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } }));
+    await apply(objectManifest({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: `${svc}-local`, namespace: SYSTEM_NAMESPACE, labels: { 'kubernetes.io/service-name': svc } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [PLACEHOLDER_ENDPOINT], conditions: { ready: true } }],
+      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    }));
+  }
+  const apps = adminConfig().makeApiClient(AppsV1Api);
+  await waitFor('imc-dispatcher and pingsource-mt-adapter Available', async () => {
+    for (const name of ['imc-dispatcher', 'pingsource-mt-adapter']) {
+      const d = await apps.readNamespacedDeployment({ namespace: SYSTEM_NAMESPACE, name });
+      const conds = d.status?.conditions ?? [];
+      if (!conds.some((c) => c.type === 'Available' && c.status === 'True')) return undefined;
+    }
+    return true;
+  }, { timeoutMs: 60000, intervalMs: 250 });
+}
+
+function deployment(name: string, container: string, replicas: number, strategy?: Record<string, unknown>): Record<string, unknown> {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: SYSTEM_NAMESPACE },
+    spec: { replicas, ...(strategy ? { strategy } : {}), selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: container, image: `local/${name}` }] } } },
+  };
+}
+
+/**
+ * The PingSource reconciler marks a PingSource Ready only when the adapter
+ * Deployment has no unavailable replica, i.e. its Pod runs. Here the adapter
+ * runs as a process (mtping), so its Pod is reported the way a scheduler and
+ * a kubelet would: bound to a node and Ready. The Pod exists only so that the
+ * Deployment tells the truth: the adapter is running.
+ */
+async function reportPingAdapterPodsReady(): Promise<void> {
+  const core = adminConfig().makeApiClient(CoreV1Api);
+  const apps = adminConfig().makeApiClient(AppsV1Api);
+  await waitFor('pingsource-mt-adapter Deployment with no unavailable replica', async () => {
+    const pods = await core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: 'app=pingsource-mt-adapter' });
+    for (const pod of pods.items) {
+      const name = pod.metadata?.name ?? '';
+      if (pod.metadata?.deletionTimestamp) continue;
+      if (!pod.spec?.nodeName) await core.createNamespacedPodBinding({ namespace: SYSTEM_NAMESPACE, name, body: { metadata: { name }, target: { kind: 'Node', name: 'local' } } });
+      if (!pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) {
+        const now = new Date();
+        const conditions = ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+        await core.patchNamespacedPodStatus({ namespace: SYSTEM_NAMESPACE, name, body: [{ op: 'add', path: '/status', value: { phase: 'Running', conditions, startTime: now } }] });
+      }
+    }
+    const d = await apps.readNamespacedDeployment({ namespace: SYSTEM_NAMESPACE, name: 'pingsource-mt-adapter' });
+    const replicas = d.spec?.replicas ?? 0;
+    return replicas > 0 && (d.status?.availableReplicas ?? 0) >= replicas && !d.status?.unavailableReplicas ? true : undefined;
+  }, { timeoutMs: 60000, intervalMs: 500 });
+}
+
+// --- Processes.
+
+function goEnv(extra: Record<string, string>): Record<string, string> {
+  return {
+    SYSTEM_NAMESPACE,
+    // Each process would otherwise serve profiling on the same fixed port.
+    PROFILING_PORT: '0',
+    POD_NAME: 'local',
+    ...extra,
+  };
+}
+
+/**
+ * Starts the data plane; `stop()` stops every process it started, also when
+ * starting failed half-way (the caller's afterAll calls it).
+ */
+export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Promise<EventingPlane> {
+  const assets = await ensureKnativeAssets();
+  const info = clusterInfo();
+  // In argv, so the control plane's leftover check (processes naming the
+  // state directory) covers these processes too.
+  const kubeconfigArg = `--kubeconfig=${info.adminKubeconfig}`;
+  const started: GoProcess[] = [];
+  let proxy: ClusterDnsProxy | undefined;
+  let release: (() => void) | undefined;
+  let ping: GoProcess | undefined;
+  const stop = async (): Promise<void> => {
+    await ping?.stop();
+    for (const p of [...started].reverse()) await p.stop();
+    await proxy?.close();
+    release?.();
+    // For a post-mortem: EVENTING_LOG_DIR=<dir> keeps every process's output
+    // and the proxy's request log.
+    const dir = process.env.EVENTING_LOG_DIR;
+    if (dir) {
+      mkdirSync(dir, { recursive: true });
+      for (const p of [...started, ...(ping ? [ping] : [])]) writeFileSync(join(dir, `${p.name}.log`), p.output());
+      if (proxy) writeFileSync(join(dir, 'proxy.jsonl'), proxy.requests.map((r) => JSON.stringify(r)).join('\n'));
+    }
+  };
+  try {
+    await installEventingObjects(assets);
+    release = await takeDispatcherLock(opts.lockTimeoutMs ?? 20 * 60 * 1000);
+    // The dispatcher only logs a failed bind and carries on, dead. Other
+    // Knative adapters (the ApiServerSource adapter of another test run, say)
+    // hold :8080 briefly for their health probe: wait for it to be free.
+    for (const port of DISPATCHER_PORTS) {
+      await waitFor(`port ${port} to be free: the in-memory channel dispatcher needs it (hard-coded upstream); stop whatever listens there`, async () => ((await portFree(port)) ? true : undefined), { timeoutMs: 120000, intervalMs: 500 });
+    }
+    const ingressPort = await freePort();
+    const filterPort = await freePort();
+    proxy = await startClusterDnsProxy({ hosts: { [INGRESS_HOST]: ingressPort, [FILTER_HOST]: filterPort }, fallback: DISPATCHER_PORTS[0] });
+    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url };
+    const spawnGo = (name: string, bin: string, env: Record<string, string>, args: string[] = []): GoProcess => {
+      const p = startGoProcess(name, bin, [kubeconfigArg, ...args], goEnv({ CONTAINER_NAME: name, ...proxyEnv, ...env }));
+      started.push(p);
+      return p;
+    };
+    // No NAMESPACE for the dispatcher: with it, it serves only the
+    // namespace-scoped channels of that namespace.
+    const dispatcher = spawnGo('imc-dispatcher', assets.eventing.dispatcher, { MAX_IDLE_CONNS: '1000', MAX_IDLE_CONNS_PER_HOST: '100' });
+    const ingress = spawnGo('broker-ingress', assets.eventing.ingress, { INGRESS_PORT: String(ingressPort), INGRESS_PORT_HTTPS: String(await freePort()) });
+    const filter = spawnGo('broker-filter', assets.eventing.filter, { NAMESPACE: SYSTEM_NAMESPACE, FILTER_PORT: String(filterPort), FILTER_PORT_HTTPS: String(await freePort()) });
+    const controllers = spawnGo('eventing-controllers', assets.eventing.controllers, {
+      // Read by the reconcilers at start; nothing here runs these images.
+      DISPATCHER_IMAGE: 'local/imc-dispatcher',
+      APISERVER_RA_IMAGE: 'local/apiserver-receive-adapter',
+      AUTH_PROXY_IMAGE: 'local/auth-proxy',
+      WEBHOOK_NAME: 'eventing-webhook',
+      WEBHOOK_PORT: '8443',
+    }, ['--disable-ha']);
+    for (const [p, port] of [[dispatcher, DISPATCHER_PORTS[0]], [ingress, ingressPort], [filter, filterPort]] as const) {
+      await waitFor(`${p.name} to listen on ${port}`, async () => {
+        if (!p.alive()) throw new Error(`${p.name} exited: ${tail(p)}`);
+        return (await accepts(port as number)) ? true : undefined;
+      }, { timeoutMs: 60000, intervalMs: 100 });
+    }
+    return {
+      assets,
+      proxy,
+      ingress,
+      filter,
+      dispatcher,
+      controllers,
+      proxyEnv,
+      startPing: async () => {
+        if (ping?.alive()) throw new Error('the PingSource adapter is already running');
+        ping = startGoProcess('pingsource-mt-adapter', assets.eventing.mtping, [kubeconfigArg], goEnv({
+          CONTAINER_NAME: 'dispatcher',
+          NAMESPACE: SYSTEM_NAMESPACE,
+          ...proxyEnv,
+          K_LOGGING_CONFIG: JSON.stringify({ 'zap-logger-config': JSON.stringify({ level: 'info', encoding: 'json', outputPaths: ['stdout'], errorOutputPaths: ['stderr'] }) }),
+          K_LEADER_ELECTION_CONFIG: '',
+          K_OBSERVABILITY_CONFIG: '{}',
+          // Upstream delays its own shutdown towards the next minute; a test
+          // that stops it wants it gone now.
+          K_NO_SHUTDOWN_AFTER: '0',
+          K_SINK_TIMEOUT: '-1',
+        }));
+        await reportPingAdapterPodsReady();
+        return ping;
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
