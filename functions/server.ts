@@ -55,10 +55,34 @@ class HttpError extends Error {
 
 const JSON_TYPES = /^(application\/(json|cloudevents\+json)|[a-z]+\/[a-z0-9.+-]*\+json)\s*(;|$)/i;
 
+// Answering 413 while the client is still uploading makes many clients
+// (undici's fetch among them) report "other side closed" instead of the
+// answer. So the rest of an oversized body is read and discarded, without
+// buffering, and the 413 goes out once the upload ends. A body that goes on
+// past DISCARD_MAX_BYTES more (or forever) is answered at that point instead.
+const DISCARD_MAX_BYTES = 4 * 1024 * 1024;
+
+function discardThenReject(req: IncomingMessage, error: HttpError, reject: (e: unknown) => void): void {
+  req.removeAllListeners('data');
+  req.removeAllListeners('end');
+  let discarded = 0;
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_MAX_BYTES) {
+      req.removeAllListeners('data');
+      reject(error);
+    }
+  });
+  req.once('end', () => reject(error));
+  req.once('close', () => reject(error));
+}
+
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
-    return Promise.reject(new HttpError(413, `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
+    const error = new HttpError(413, `request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+    if (declared > limit + DISCARD_MAX_BYTES) return Promise.reject(error);
+    return new Promise((_, reject) => discardThenReject(req, error, reject));
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -66,11 +90,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
-        reject(new HttpError(413, `request body exceeds the limit of ${limit} bytes`));
-        // Discard the rest without buffering, so the client can finish
-        // sending and read the 413 (requestTimeout bounds how long).
-        req.removeAllListeners('data');
-        req.resume();
+        discardThenReject(req, new HttpError(413, `request body exceeds the limit of ${limit} bytes`), reject);
         return;
       }
       chunks.push(chunk);
