@@ -26,6 +26,7 @@ import {
   type ConditionStatus,
 } from './conditions.js';
 import { needsWrite, overlayManaged } from './deployment-diff.js';
+import { listenerStatuses, listenersEqual, storedListeners } from './listener-status.js';
 import type { DeploymentAction, Observed, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
 import {
   controllerOf,
@@ -403,7 +404,15 @@ function finish(
 ): Plan {
   const conditions = upsertConditions(ctx.stored, specs, ctx.observed.now);
   const storedAddresses = ctx.gateway.status?.addresses ?? [];
+  const listeners = listenerStatuses({
+    gateway: ctx.gateway,
+    routes: ctx.observed.routes,
+    gatewayProgrammed: findCondition(conditions, CONDITION_PROGRAMMED)?.status,
+    now: ctx.observed.now,
+  });
   const statusChanged =
-    !conditionsEqualIgnoringTime(conditions, ctx.stored) || !addressesEqual(ctx.addresses, storedAddresses);
-  return { deployment, status: { conditions, addresses: ctx.addresses }, statusChanged, events, outcome };
+    !conditionsEqualIgnoringTime(conditions, ctx.stored) ||
+    !addressesEqual(ctx.addresses, storedAddresses) ||
+    !listenersEqual(listeners, storedListeners(ctx.gateway));
+  return { deployment, status: { conditions, addresses: ctx.addresses, listeners }, statusChanged, events, outcome };
 }
