@@ -1,11 +1,13 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   DeploymentSchema,
   GatewayClassSchema,
   GatewayConfigurationSchema,
   GatewaySchema,
   L34RouteSchema,
+  ObjectMetaSchema,
+  type ObjectMeta,
   type Deployment,
   type Gateway,
   type GatewayClass,
@@ -32,6 +34,9 @@ export const GATEWAY_CONFIGURATIONS: Ref = { group: 'meridio-2.nordix.org', vers
 export const L34ROUTES: Ref = { group: 'meridio-2.nordix.org', version: 'v1alpha1', plural: 'l34routes' };
 export const DEPLOYMENTS: Ref = { group: 'apps', version: 'v1', plural: 'deployments' };
 export const EVENTS: Ref = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
+export const CRDS: Ref = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
+
+const CrdMetadataSchema = z.looseObject({ metadata: ObjectMetaSchema });
 
 /** An object the API server sent that does not have the shape we rely on. */
 export class MalformedObjectError extends Error {
@@ -58,6 +63,10 @@ export interface KubeApi {
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
   replaceGatewayStatus(gateway: Gateway): Promise<Gateway>;
+  /** PUT of a GatewayClass's status subresource, with its resourceVersion (409 on a concurrent write). */
+  replaceGatewayClassStatus(gatewayClass: GatewayClass): Promise<unknown>;
+  /** A CustomResourceDefinition's metadata (the Gateway API bundle version is an annotation on it). */
+  getCrdMetadata(name: string): Promise<ObjectMeta | null>;
   createEvent(namespace: string, body: Record<string, unknown>): Promise<unknown>;
   getEvent(namespace: string, name: string): Promise<Record<string, unknown> | null>;
   replaceEvent(namespace: string, name: string, body: Record<string, unknown>): Promise<unknown>;
@@ -104,6 +113,9 @@ export function kubeApi(kc: KubeConfig): KubeApi {
         name: gateway.metadata.name,
         body: gateway,
       })),
+    replaceGatewayClassStatus: (gatewayClass) =>
+      api.replaceClusterCustomObjectStatus({ ...GATEWAY_CLASSES, name: gatewayClass.metadata.name, body: gatewayClass }),
+    getCrdMetadata: async (name) => (await get(CRDS, CrdMetadataSchema, undefined, name))?.metadata ?? null,
     createEvent: (namespace, body) => api.createNamespacedCustomObject({ ...EVENTS, namespace, body }),
     getEvent: async (namespace, name) => {
       try {

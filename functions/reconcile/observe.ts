@@ -1,4 +1,5 @@
 import type { KubeApi } from '../kube/kube-api.js';
+import { effectiveParametersRef, readableRef } from './parameters-ref.js';
 import type { Observed } from './plan-types.js';
 import type { Template } from './template.js';
 import type { Settings } from './render-deployment.js';
@@ -36,5 +37,10 @@ export async function observe(
     api.getGatewayClass(gateway.spec.gatewayClassName),
     wantsConfiguration ? api.getGatewayConfiguration(key.namespace, ref.name) : Promise.resolve(null),
   ]);
+  // No reference of its own: the class's default, which only the class names.
+  const classRef = ref === undefined ? effectiveParametersRef(gateway, gatewayClass) : undefined;
+  if (readableRef(classRef)) {
+    return { ...base, gateway, gatewayClass, gatewayConfiguration: await api.getGatewayConfiguration(classRef.namespace, classRef.name) };
+  }
   return { ...base, gateway, gatewayClass, gatewayConfiguration };
 }

@@ -85,7 +85,7 @@ export function plan(observed: Observed): Plan {
     ours: live !== null && isControlledBy(live, gateway) ? live : null,
   };
 
-  const validation = validateParameters(gateway, observed.gatewayConfiguration, observed.template.deployment);
+  const validation = validateParameters(gateway, observed.gatewayConfiguration, observed.template.deployment, observed.gatewayClass);
   if (!validation.ok) return planInvalid(ctx, validation.message);
   if (ctx.live !== null && ctx.ours === null) return planCollision(ctx, validation.configuration);
   return planAccepted(ctx, validation.configuration);
