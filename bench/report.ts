@@ -38,6 +38,8 @@ export function targets(r: BenchResults): TargetRow[] {
   const p3 = (name: string) => r.p3?.rows.find((x) => x.scenario === name);
   const noop = p3('no-op');
   if (noop) rows.push({ figure: 'P3 no-op', target: '0 writes', measured: `${noop.counts.writes} writes, ${noop.counts.reads} reads`, met: noop.counts.writes === 0, note: verbs(noop.counts) });
+  const mutatedNoop = p3('no-op under mutating admission');
+  if (mutatedNoop) rows.push({ figure: 'P3 no-op, mutating admission', target: '0 writes', measured: `${mutatedNoop.counts.writes} writes, ${mutatedNoop.counts.reads} reads`, met: mutatedNoop.counts.writes === 0, note: `images rewritten and a Pod annotation added by MutatingAdmissionPolicies; ${verbs(mutatedNoop.counts)}` });
   const change = p3('configuration change');
   if (change) {
     const d = writesTo(change.counts, 'deployments');

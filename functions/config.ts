@@ -20,6 +20,14 @@ const EnvSchema = z.object({
   LOG_LEVEL: LogLevel.default('info'),
   PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  /** Each API request fails (transient: 503) when not answered within this. */
+  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  /**
+   * An invocation answers 503 once this runs out. Keep it below the Knative
+   * Service's timeoutSeconds (60 in infra/), or Knative cuts the request first
+   * and the sender sees no answer.
+   */
+  INVOCATION_BUDGET_MS: z.coerce.number().int().min(100).max(3_600_000).default(50_000),
   /** Identifies this replica in Events (reportingInstance). */
   POD_NAME: z.string().min(1).default(hostname()),
 });

@@ -2,7 +2,9 @@ import type { GatewayKey, Incoming } from '../events/incoming.js';
 import { keysForApiEvent, keysForResync, type DispatchScope } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
 import { classifyError } from './kube/classify-error.js';
+import { withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
+import { keyedQueue, type KeyedQueue } from './keyed-queue.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
 import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
 import { reconcileClassesFor } from './gatewayclass/triggers.js';
@@ -19,7 +21,14 @@ export interface HandlerDeps {
   sink: string | undefined;
   /** In-process reconciles at once when there is no sink. */
   localConcurrency?: number;
+  /** The whole invocation's budget; each reconcile run gets the same again. */
+  budgetMs: number;
+  /** Coalesces reconciles of one Gateway within this process. */
+  queue: KeyedQueue<ReconcileResult>;
 }
+
+/** A queue for HandlerDeps.queue: one per process. */
+export const reconcileQueue = (): KeyedQueue<ReconcileResult> => keyedQueue<ReconcileResult>();
 
 export interface Handled {
   status: 202 | 204 | 503;
@@ -33,6 +42,12 @@ export interface Handled {
 
 const keyText = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
 
+// A run is shared by every request that waits for it, so it gets a budget of
+// its own rather than the one of whichever request happened to start it.
+function reconcileOnce(key: GatewayKey, deps: HandlerDeps): Promise<ReconcileResult> {
+  return deps.queue.run(keyText(key), () => withDeadline(deps.budgetMs, () => reconcile(key, deps.reconcile)));
+}
+
 function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
   return {
     status: r.retry ? 503 : 204,
@@ -45,7 +60,7 @@ function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
 async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { type: string; id: string }): Promise<Handled> {
   if (keys.length === 0) return { status: 204, outcome: 'no-gateway-affected', gateways: 0 };
   // One Gateway: reconcile it in this invocation, no extra hop.
-  if (keys.length === 1) return fromReconcile(keys[0] as GatewayKey, await reconcile(keys[0] as GatewayKey, deps.reconcile));
+  if (keys.length === 1) return fromReconcile(keys[0] as GatewayKey, await reconcileOnce(keys[0] as GatewayKey, deps));
   if (deps.sink) {
     const r = await fanOut(keys, cause, { sink: deps.sink });
     if (r.failed.length > 0) {
@@ -57,7 +72,7 @@ async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { typ
   let retry = 0;
   const worker = async (): Promise<void> => {
     while (next < keys.length) {
-      const r = await reconcile(keys[next++] as GatewayKey, deps.reconcile);
+      const r = await reconcileOnce(keys[next++] as GatewayKey, deps);
       if (r.retry) retry++;
     }
   };
@@ -81,32 +96,38 @@ function withClasses(classes: ClassReconcileResult[], handled: Handled): Handled
 
 export async function handleEvent(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }): Promise<Handled> {
   try {
-    switch (incoming.kind) {
-      case 'ignored':
-        return { status: 202, outcome: 'ignored', detail: incoming.reason };
-      case 'reconcile':
-        return fromReconcile(incoming.key, await reconcile(incoming.key, deps.reconcile));
-      case 'dead-letter': {
-        const e = incoming.error;
-        const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
-        const r = await reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } });
-        // Only a transient failure is worth another delivery here.
-        const transient = r.error?.class === 'transient' && r.outcome === 'error';
-        return { ...fromReconcile(incoming.key, r), status: transient ? 503 : 204, outcome: `dead-letter:${r.outcome}` };
-      }
-      case 'ping': {
-        const classes = await reconcileClassesFor(incoming, deps);
-        return withClasses(classes, await reconcileMany(await keysForResync(deps.api, deps.scope), deps, event));
-      }
-      case 'apiserver': {
-        const classes = await reconcileClassesFor(incoming, deps);
-        return withClasses(classes, await reconcileMany(await keysForApiEvent(deps.api, deps.scope, incoming), deps, event));
-      }
-    }
+    return await withDeadline(deps.budgetMs, () => route(incoming, deps, event));
   } catch (err) {
     const c = classifyError(err);
     if (!c) throw err;
-    // Dispatch could not read what it needed: let the event come again.
-    return { status: 503, outcome: 'dispatch-read-failed', detail: `${c.class}${c.code ? ` ${c.code}` : ''}: ${c.message}` };
+    // Dispatch could not read what it needed, or the budget ran out: let the
+    // event come again.
+    return { status: 503, outcome: c.reason === 'ETIMEDOUT' ? 'deadline-exceeded' : 'dispatch-read-failed', detail: `${c.class}${c.code ? ` ${c.code}` : ''}: ${c.message}` };
+  }
+}
+
+async function route(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }): Promise<Handled> {
+  switch (incoming.kind) {
+    case 'ignored':
+      return { status: 202, outcome: 'ignored', detail: incoming.reason };
+    case 'reconcile':
+      return fromReconcile(incoming.key, await reconcileOnce(incoming.key, deps));
+    case 'dead-letter': {
+      const e = incoming.error;
+      const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
+      // Not coalesced with plain reconciles: it must run with what it knows.
+      const r = await withDeadline(deps.budgetMs, () => reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } }));
+      // Only a transient failure is worth another delivery here.
+      const transient = r.error?.class === 'transient' && r.outcome === 'error';
+      return { ...fromReconcile(incoming.key, r), status: transient ? 503 : 204, outcome: `dead-letter:${r.outcome}` };
+    }
+    case 'ping': {
+      const classes = await reconcileClassesFor(incoming, deps);
+      return withClasses(classes, await reconcileMany(await keysForResync(deps.api, deps.scope), deps, event));
+    }
+    case 'apiserver': {
+      const classes = await reconcileClassesFor(incoming, deps);
+      return withClasses(classes, await reconcileMany(await keysForApiEvent(deps.api, deps.scope, incoming), deps, event));
+    }
   }
 }

@@ -1,7 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Config } from './config.js';
-import { handleEvent } from './handle-event.js';
+import { handleEvent, reconcileQueue } from './handle-event.js';
 import { kubeApi } from './kube/kube-api.js';
 import { loadTemplate } from './reconcile/template.js';
 import { createFunctionServer, type FunctionServer } from './server.js';
@@ -14,7 +14,7 @@ export interface RunningFunction extends FunctionServer {
 export async function startFunction(config: Config, kc: KubeConfig): Promise<RunningFunction> {
   const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
   const template = loadTemplate(config.TEMPLATE_PATH);
-  const api = kubeApi(kc);
+  const api = kubeApi(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
   const deps = {
     api,
     reconcile: {
@@ -26,6 +26,8 @@ export async function startFunction(config: Config, kc: KubeConfig): Promise<Run
     },
     scope: { controllerName: config.CONTROLLER_NAME, namespaces: config.WATCH_NAMESPACES },
     sink: config.K_SINK,
+    budgetMs: config.INVOCATION_BUDGET_MS,
+    queue: reconcileQueue(),
   };
   if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
   const fn = createFunctionServer({

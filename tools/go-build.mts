@@ -158,7 +158,10 @@ export function collectCrds(opts: { name: string; module: string; version: strin
     if (!f.endsWith('.yaml')) continue;
     // Only CustomResourceDefinitions: the same directories also ship other
     // objects (Gateway API's safe-upgrades ValidatingAdmissionPolicy, say).
-    if (!/^kind:\s*CustomResourceDefinition\s*$/m.test(readFileSync(join(src, f), 'utf8'))) continue;
+    const text = readFileSync(join(src, f), 'utf8');
+    if (!/^kind:\s*CustomResourceDefinition\s*$/m.test(text)) continue;
+    // apiextensions.k8s.io/v1beta1 copies (Multus ships one) are not served since Kubernetes 1.22.
+    if (!/^apiVersion:\s*apiextensions\.k8s\.io\/v1\s*$/m.test(text)) continue;
     copyFileSync(join(src, f), join(tmp, f));
     // The module cache is read-only; the copies need not be.
     chmodSync(join(tmp, f), 0o644);

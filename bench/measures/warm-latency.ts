@@ -2,6 +2,7 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAYS } from '../../functions/kube/kube-api.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../functions/kube/kube-api.js';
 import { pooledCustomObjectsApi } from '../lib/pooled-client.js';
 import { reconcileVia, settle, type BenchContext } from '../lib/context.js';
 import { FunctionProcess, type Variant } from '../lib/function-process.js';
@@ -45,7 +46,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
   await createGateways(c, ns, ['warm'], ctx.className, 'cfg');
   const key = { namespace: ns, name: 'warm' };
   const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
-  const bare = pooledCustomObjectsApi(identity.kc);
+  const bare = pooledCustomObjectsApi(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS });
   const stock = identity.kc.makeApiClient(CustomObjectsApi);
   const outcomes: Record<string, number> = {};
   const count = (o: string): void => { outcomes[o] = (outcomes[o] ?? 0) + 1; };

@@ -3,9 +3,9 @@ import type { KubeApi } from '../kube/kube-api.js';
 import type { Gateway } from '../reconcile/schemas.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import {
-  deploymentNameOwner,
   deploymentOwner,
-  gatewaysInNamespace,
+  gatewaysByDeploymentName,
+  gatewaysInReach,
   gatewaysOfClass,
   gatewaysUsingConfiguration,
   managedGateways,
@@ -44,8 +44,11 @@ export async function keysForApiEvent(api: KubeApi, scope: DispatchScope, incomi
     case 'Gateway':
       return inScope(scope, [{ namespace: ns, name: resource.name }]);
     case 'Deployment': {
-      const owner = object ? deploymentOwner(object) : deploymentNameOwner(ns, resource.name);
-      return inScope(scope, owner ? [owner] : []);
+      if (object) {
+        const owner = deploymentOwner(object);
+        return inScope(scope, owner ? [owner] : []);
+      }
+      return inScope(scope, gatewaysByDeploymentName(await gatewaysIn(api, scope, ns), ns, resource.name));
     }
     case 'GatewayConfiguration': {
       const own = gatewaysUsingConfiguration(await gatewaysIn(api, scope, ns), ns, resource.name);
@@ -57,8 +60,10 @@ export async function keysForApiEvent(api: KubeApi, scope: DispatchScope, incomi
     case 'GatewayClass':
       return inScope(scope, gatewaysOfClass(await gatewaysIn(api, scope), resource.name));
     case 'L34Route': {
-      const gateways = await gatewaysIn(api, scope, ns);
-      return inScope(scope, object ? routeGateways(object, gateways) : gatewaysInNamespace(gateways, ns));
+      // Every served namespace: a route may name, or have left, a Gateway
+      // in another namespace that admits it.
+      const gateways = await gatewaysIn(api, scope);
+      return inScope(scope, object ? routeGateways(object, gateways) : gatewaysInReach(gateways, ns));
     }
   }
 }

@@ -1,12 +1,13 @@
 import type { GatewayKey, WatchedObject } from '../../events/incoming.js';
 import { formatIp, parseIp } from '../reconcile/cidr.js';
+import { deploymentName } from '../reconcile/names.js';
+import { routeScope } from '../reconcile/route-attachment.js';
 import type { Gateway, GatewayClass } from '../reconcile/schemas.js';
 
 // Pure mapping rules: which Gateways an observed object affects. The I/O
 // wrapper (dispatch.ts) fetches the lists these functions filter.
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
-const LB_PREFIX = 'sllbr-';
 
 export function keyOf(gw: Gateway): GatewayKey {
   return { namespace: gw.metadata.namespace ?? '', name: gw.metadata.name };
@@ -27,11 +28,14 @@ export function deploymentOwner(object: WatchedObject): GatewayKey | undefined {
 }
 
 /**
- * Reference mode carries no owner: the LB naming convention names the
- * Gateway, and its reconcile finds out whether the Deployment is really its own.
+ * Reference mode carries no owner: the Gateway whose LB Deployment has this
+ * name (names may be hashed, so they are compared, not parsed). Its reconcile
+ * finds out whether the Deployment is really its own.
  */
-export function deploymentNameOwner(namespace: string, name: string): GatewayKey | undefined {
-  return name.startsWith(LB_PREFIX) && name.length > LB_PREFIX.length ? { namespace, name: name.slice(LB_PREFIX.length) } : undefined;
+export function gatewaysByDeploymentName(gateways: Gateway[], namespace: string, name: string): GatewayKey[] {
+  return gateways
+    .filter((gw) => (gw.metadata.namespace ?? '') === namespace && deploymentName(gw.metadata.name) === name)
+    .map(keyOf);
 }
 
 export function gatewaysUsingConfiguration(gateways: Gateway[], namespace: string, name: string): GatewayKey[] {
@@ -72,10 +76,10 @@ function vipOf(cidr: string): string {
 }
 
 /**
- * An L34Route → its parent Gateways, plus every Gateway in the namespace that
- * currently advertises one of the route's VIPs. Update events carry only the
- * new object, so the second set is how a route moved away from a Gateway (or
- * deleted) still gets the old parent's addresses corrected.
+ * An L34Route → the Gateway its parentRef names (in any namespace), plus every
+ * Gateway that currently advertises one of the route's VIPs. Update events
+ * carry only the new object, so the second set is how a route moved away from
+ * a Gateway (or deleted) still gets the old parent's addresses corrected.
  */
 export function routeGateways(route: RouteLike, gateways: Gateway[]): GatewayKey[] {
   const namespace = route.metadata.namespace ?? '';
@@ -93,13 +97,16 @@ export function routeGateways(route: RouteLike, gateways: Gateway[]): GatewayKey
   const cidrs = Array.isArray(spec.destinationCIDRs) ? (spec.destinationCIDRs as unknown[]).filter((c): c is string => typeof c === 'string') : [];
   const vips = new Set(cidrs.map(vipOf));
   for (const gw of gateways) {
-    if ((gw.metadata.namespace ?? '') !== namespace) continue;
     if ((gw.status?.addresses ?? []).some((a) => vips.has(canonicalIp(a.value)))) keys.push(keyOf(gw));
   }
   return uniqueKeys(keys);
 }
 
-/** Reference mode for a route: its content is unknown, so every Gateway in the namespace that has addresses or could gain some. */
-export function gatewaysInNamespace(gateways: Gateway[], namespace: string): GatewayKey[] {
-  return gateways.filter((gw) => (gw.metadata.namespace ?? '') === namespace).map(keyOf);
+/**
+ * Reference mode for a route: its content is unknown, so every Gateway it
+ * could attach to: those of its namespace, and those whose listeners admit
+ * routes from other namespaces.
+ */
+export function gatewaysInReach(gateways: Gateway[], namespace: string): GatewayKey[] {
+  return gateways.filter((gw) => (gw.metadata.namespace ?? '') === namespace || routeScope(gw) !== 'same').map(keyOf);
 }

@@ -54,7 +54,10 @@ function transportCode(err: unknown): string | undefined {
   for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && TRANSPORT_CODES.has(code)) return code;
-    if ((e as { name?: unknown }).name === 'AbortError' || (e as { name?: unknown }).name === 'TimeoutError') return 'ETIMEDOUT';
+    const name = (e as { name?: unknown }).name;
+    // A request's own timeout (TimeoutError), or the invocation's budget
+    // (DeadlineExceeded, which is also what an aborted request rejects with).
+    if (name === 'AbortError' || name === 'TimeoutError' || name === 'DeadlineExceeded') return 'ETIMEDOUT';
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;

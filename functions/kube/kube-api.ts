@@ -1,4 +1,4 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import {
   DeploymentSchema,
@@ -8,14 +8,16 @@ import {
   L34RouteSchema,
   ObjectMetaSchema,
   type ObjectMeta,
+  NamespaceSchema,
   type Deployment,
   type Gateway,
   type GatewayClass,
   type GatewayConfiguration,
   type L34Route,
+  type Namespace,
 } from '../reconcile/schemas.js';
 import { isNotFound } from './classify-error.js';
-import { customObjectsApi } from './pooled-client.js';
+import { pooledConfiguration } from './pooled-client.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -56,11 +58,15 @@ export interface KubeApi {
   getGatewayClass(name: string): Promise<GatewayClass | null>;
   getGatewayConfiguration(namespace: string, name: string): Promise<GatewayConfiguration | null>;
   getDeployment(namespace: string, name: string): Promise<Deployment | null>;
-  listL34Routes(namespace: string): Promise<L34Route[]>;
+  /** One namespace's, or every namespace's without one. */
+  listL34Routes(namespace?: string): Promise<L34Route[]>;
+  listNamespaces(): Promise<Namespace[]>;
   listGateways(namespace?: string): Promise<Gateway[]>;
   listGatewayClasses(): Promise<GatewayClass[]>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
+  /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
+  annotateDeployment(namespace: string, name: string, annotations: Record<string, string>): Promise<void>;
   /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
   replaceGatewayStatus(gateway: Gateway): Promise<Gateway>;
   /** PUT of a GatewayClass's status subresource, with its resourceVersion (409 on a concurrent write). */
@@ -72,8 +78,13 @@ export interface KubeApi {
   replaceEvent(namespace: string, name: string, body: Record<string, unknown>): Promise<unknown>;
 }
 
-export function kubeApi(kc: KubeConfig): KubeApi {
-  const api = customObjectsApi(kc);
+/** A request that has not been answered by then fails as transient. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeApi {
+  const configuration = pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+  const api = new CustomObjectsApi(configuration);
+  const core = new CoreV1Api(configuration);
 
   const get = async <S extends z.ZodType>(ref: Ref, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
     try {
@@ -100,12 +111,23 @@ export function kubeApi(kc: KubeConfig): KubeApi {
     getGatewayConfiguration: (namespace, name) => get(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema, namespace, name),
     getDeployment: (namespace, name) => get(DEPLOYMENTS, DeploymentSchema, namespace, name),
     listL34Routes: (namespace) => list(L34ROUTES, L34RouteSchema, namespace),
+    // The core API is outside what the custom-objects client can address.
+    // Only name and labels are read; the typed client turns timestamps into Dates.
+    listNamespaces: async () =>
+      (await core.listNamespace()).items.map((item, i) =>
+        parse(NamespaceSchema, `namespaces item ${i}`, { metadata: { name: item.metadata?.name, labels: item.metadata?.labels } })),
     listGateways: (namespace) => list(GATEWAYS, GatewaySchema, namespace),
     listGatewayClasses: () => list(GATEWAY_CLASSES, GatewayClassSchema),
     createDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
     replaceDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'updated Deployment', await api.replaceNamespacedCustomObject({ ...DEPLOYMENTS, namespace, name: body.metadata.name, body })),
+    annotateDeployment: async (namespace, name, annotations) => {
+      await api.patchNamespacedCustomObject(
+        { ...DEPLOYMENTS, namespace, name, body: { metadata: { annotations } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
     replaceGatewayStatus: async (gateway) =>
       parse(GatewaySchema, 'Gateway status', await api.replaceNamespacedCustomObjectStatus({
         ...GATEWAYS,

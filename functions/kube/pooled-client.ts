@@ -3,10 +3,13 @@ import {
   ServerConfiguration,
   createConfiguration,
   setHeaderMiddleware,
+  type Configuration,
   type KubeConfig,
   type RequestContext,
   type SecurityAuthentication,
 } from '@kubernetes/client-node';
+
+import { requestSignal } from './deadline.js';
 
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
@@ -21,7 +24,7 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
  * request (a rotated token is picked up); only the first Agent is kept, like
  * client-go's cached transport, so a CA rotated on disk needs a new process.
  */
-export function customObjectsApi(kc: KubeConfig): CustomObjectsApi {
+export function pooledConfiguration(kc: KubeConfig, options: { requestTimeoutMs: number }): Configuration {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   let shared: Dispatcher | undefined;
@@ -29,6 +32,9 @@ export function customObjectsApi(kc: KubeConfig): CustomObjectsApi {
     getName: () => 'kubeconfig, one connection pool',
     applySecurityAuthentication: async (context: RequestContext) => {
       await kc.applySecurityAuthentication(context);
+      // Called once per request: the natural place to give each its deadline
+      // (a hung API server must not hold the invocation until Knative cuts it).
+      context.setSignal(requestSignal(options.requestTimeoutMs));
       const fresh = context.getDispatcher();
       if (fresh === undefined || fresh === shared) return;
       if (shared === undefined) {
@@ -40,9 +46,13 @@ export function customObjectsApi(kc: KubeConfig): CustomObjectsApi {
       void fresh.close();
     },
   };
-  return new CustomObjectsApi(createConfiguration({
+  return createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
     authMethods: { default: auth },
     middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
-  }));
+  });
+}
+
+export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number }): CustomObjectsApi {
+  return new CustomObjectsApi(pooledConfiguration(kc, options));
 }

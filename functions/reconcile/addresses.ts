@@ -1,8 +1,8 @@
 // Gateway status.addresses: the VIPs of the L34Routes attached to the Gateway.
 import { formatIp, parseCidr } from './cidr.js';
+import { routeAttaches } from './route-attachment.js';
 import type { Gateway, L34Route } from './schemas.js';
 
-export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 export const ADDRESS_TYPE_IP = 'IPAddress';
 
 export interface StatusAddress {
@@ -10,29 +10,16 @@ export interface StatusAddress {
   value: string;
 }
 
-// An L34Route has exactly one parent; a route listing several is invalid and
-// contributes nothing, rather than its VIPs appearing on several Gateways.
-export function routeAttachesTo(route: L34Route, gateway: Gateway): boolean {
-  const refs = route.spec.parentRefs;
-  if (refs.length !== 1) return false;
-  const [ref] = refs;
-  if (ref === undefined) return false;
-  return (
-    (ref.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
-    (ref.kind ?? 'Gateway') === 'Gateway' &&
-    (ref.namespace || route.metadata.namespace) === gateway.metadata.namespace &&
-    ref.name === gateway.metadata.name
-  );
-}
-
 // A VIP is a host prefix (/32 or /128); anything else is not an address and
 // is skipped. Values are written in canonical form so that "2001:DB8::0001/128"
 // and "2001:db8::1/128" are one address, then sorted as strings (the order
 // Meridio-2 uses) for a stable status.
-export function gatewayAddresses(gateway: Gateway, routes: L34Route[]): StatusAddress[] {
+export function gatewayAddresses(gateway: Gateway, routes: L34Route[], namespaces: ReadonlyMap<string, Record<string, string>>): StatusAddress[] {
   const values = new Set<string>();
   for (const route of routes) {
-    if (!routeAttachesTo(route, gateway)) continue;
+    // An L34Route has exactly one parent; a route listing several is invalid
+    // and contributes nothing, rather than its VIPs appearing on several Gateways.
+    if (!routeAttaches(route, gateway, namespaces)) continue;
     for (const text of route.spec.destinationCIDRs) {
       const cidr = parseCidr(text);
       if (cidr === null || cidr.prefix !== (cidr.family === 4 ? 32 : 128)) continue;

@@ -7,7 +7,8 @@
 // server fills in defaults (imagePullPolicy, terminationMessagePath, protocol:
 // TCP, strategy, fieldRef apiVersion, ...), drops empty values, and
 // canonicalises quantities. None of that may cause a write, or a reconcile
-// with unchanged inputs would write every time (DESIGN §7.4).
+// with unchanged inputs would write every time (docs/design.md §7.4).
+import { NETWORKS_ANNOTATION } from './nad-networks.js';
 import { quantitiesEqual } from './quantity.js';
 import type { Deployment } from './schemas.js';
 
@@ -91,6 +92,30 @@ export function semanticSubset(desired: unknown, live: unknown): boolean {
   return desired === live;
 }
 
+/**
+ * Where `live` does not say what `desired` says, as paths such as
+ * `spec.template.spec.containers[router].image`: what an operator needs to
+ * read in an Event to find the field that admission (or a person) changed.
+ */
+export function differingPaths(desired: unknown, live: unknown, path = ''): string[] {
+  if (semanticSubset(desired, live)) return [];
+  if (Array.isArray(desired) && Array.isArray(live) && desired.length === live.length) {
+    return desired.flatMap((d, i) => differingPaths(d, live[i], `${path}[${elementLabel(d, i)}]`));
+  }
+  if (isRecord(desired) && isRecord(live)) {
+    return Object.entries(desired).flatMap(([k, v]) => {
+      const at = path === '' ? k : `${path}.${k}`;
+      if (k === 'resources') return resourcesMatch(v, live[k]) ? [] : [at];
+      return differingPaths(v, live[k], at);
+    });
+  }
+  return [path];
+}
+
+function elementLabel(element: unknown, index: number): string {
+  return isRecord(element) && typeof element.name === 'string' ? element.name : String(index);
+}
+
 function mergeMaps(
   live: Record<string, string> | undefined,
   desired: Record<string, string> | undefined,
@@ -133,6 +158,13 @@ export function overlayManaged(live: Deployment, desired: Deployment, options: {
       ...(podLabels && { labels: podLabels }),
       ...(podAnnotations && { annotations: podAnnotations }),
     };
+  }
+
+  // The one pod template annotation we remove: with no networks left, the
+  // Multus annotation goes (merging alone would keep the live one forever).
+  const livePodAnnotations = out.spec.template.metadata?.annotations;
+  if (livePodAnnotations?.[NETWORKS_ANNOTATION] !== undefined && desiredTemplate.metadata?.annotations?.[NETWORKS_ANNOTATION] === undefined) {
+    delete livePodAnnotations[NETWORKS_ANNOTATION];
   }
 
   const podSpec = out.spec.template.spec;

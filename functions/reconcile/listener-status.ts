@@ -6,7 +6,7 @@
 // Gateway, the namespace's routes, the Gateway's own Programmed verdict and
 // the clock in, the desired list out.
 import { z } from 'zod';
-import { routeAttachesTo } from './addresses.js';
+import { attachedListeners } from './route-attachment.js';
 import { sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
 import { ConditionSchema, type Condition, type Gateway, type L34Route } from './schemas.js';
 
@@ -69,22 +69,10 @@ export function storedListeners(gateway: Gateway): ListenerStatus[] {
   }));
 }
 
-// The route's parent reference may name a listener (sectionName); without
-// one it attaches to every listener of the Gateway.
-const SectionSchema = z.looseObject({ sectionName: z.string().optional() });
-
-function routeSection(route: L34Route): string | undefined {
-  const ref = route.spec.parentRefs[0];
-  const parsed = SectionSchema.safeParse(ref);
-  return parsed.success ? parsed.data.sectionName : undefined;
-}
-
-export function attachedRoutes(gateway: Gateway, listener: string, routes: L34Route[]): number {
-  return routes.filter((r) => {
-    if (!routeAttachesTo(r, gateway)) return false;
-    const section = routeSection(r);
-    return section === undefined || section === listener;
-  }).length;
+// A route attaches to the listener its parentRef names (sectionName), or,
+// without one, to every listener that admits it (route-attachment.ts).
+export function attachedRoutes(gateway: Gateway, listener: string, routes: L34Route[], namespaces: ReadonlyMap<string, Record<string, string>>): number {
+  return routes.filter((r) => attachedListeners(r, gateway, namespaces).some((l) => l.name === listener)).length;
 }
 
 function isRouteKind(k: { group?: string | undefined; kind: string }): boolean {
@@ -108,11 +96,14 @@ export interface ListenerInputs {
   routes: L34Route[];
   /** The Gateway's own Programmed status as this plan sets it (or as stored). */
   gatewayProgrammed: ConditionStatus | undefined;
+  /** Namespace labels, for listeners that select route namespaces by label. */
+  namespaces?: ReadonlyMap<string, Record<string, string>>;
   now: string;
 }
 
 export function listenerStatuses(inputs: ListenerInputs): ListenerStatus[] {
   const { gateway, routes, gatewayProgrammed, now } = inputs;
+  const namespaces = inputs.namespaces ?? new Map<string, Record<string, string>>();
   const generation = gateway.metadata.generation ?? 0;
   const listeners = specListeners(gateway);
   const stored = new Map(storedListeners(gateway).map((l) => [l.name, l]));
@@ -155,7 +146,7 @@ export function listenerStatuses(inputs: ListenerInputs): ListenerStatus[] {
           ? spec(LISTENER_PROGRAMMED, 'False', 'Invalid', 'The Gateway is not programmed (see its Programmed condition)')
           : spec(LISTENER_PROGRAMMED, 'Unknown', 'Pending', 'Waiting for controller');
 
-    const attached = supportedKinds.length === 0 || !supportedProtocol ? 0 : attachedRoutes(gateway, listener.name, routes);
+    const attached = supportedKinds.length === 0 || !supportedProtocol ? 0 : attachedRoutes(gateway, listener.name, routes, namespaces);
     return {
       name: listener.name,
       supportedKinds,

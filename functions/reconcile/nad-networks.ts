@@ -57,8 +57,10 @@ function parseShortForm(value: string): NetworksParse {
   return { ok: true, networks };
 }
 
+// A network's identity is namespace, name and interface, as in Meridio-2: one
+// NAD attached on two interfaces is two attachments, both kept.
 export function networkKey(network: NetworkSelection, defaultNamespace: string): string {
-  return `${network.namespace || defaultNamespace}/${network.name}`;
+  return `${network.namespace || defaultNamespace}/${network.name}@${network.interface ?? ''}`;
 }
 
 // Entries are written with an explicit namespace and a fixed key order so that
@@ -77,11 +79,10 @@ export function attachmentNetworks(attachments: NetworkAttachment[]): NetworkSel
   );
 }
 
-// The configuration wins over the template for the same NAD (namespace/name):
-// a template entry is dropped when the configuration attaches the same NAD, so
-// re-attaching a template network under another interface name replaces it
-// instead of attaching the network twice. Template entries keep their order
-// and come first; the configuration's entries follow in their own order.
+// The configuration wins over the template for the same attachment
+// (namespace, name and interface): such a template entry is dropped, so it is
+// not attached twice. Template entries keep their order and come first; the
+// configuration's entries follow in their own order.
 export function mergeNetworks(
   template: NetworkSelection[],
   configuration: NetworkSelection[],
@@ -140,8 +141,8 @@ export function desiredNetworks(input: NetworksInput): DesiredNetworks {
       return { ok: true, networks, value: input.liveValue };
     }
   }
-  // No networks and nothing live: leave the annotation out entirely. When a
-  // live value must be cleared, "[]" says "no extra networks" to Multus.
-  if (networks.length === 0 && input.liveValue === undefined) return { ok: true, networks, value: undefined };
+  // No networks: no annotation, and a live one is removed (Meridio-2 deletes
+  // it too, rather than writing "[]").
+  if (networks.length === 0) return { ok: true, networks, value: undefined };
   return { ok: true, networks, value: JSON.stringify(networks) };
 }

@@ -1,46 +1,47 @@
 import type { KubeApi } from '../kube/kube-api.js';
+import { deploymentName } from './names.js';
 import { effectiveParametersRef, readableRef } from './parameters-ref.js';
 import type { Observed } from './plan-types.js';
-import type { Template } from './template.js';
 import type { Settings } from './render-deployment.js';
+import { routeScope } from './route-attachment.js';
+import type { Template } from './template.js';
 
 export const GATEWAY_CONFIGURATION_GROUP = 'meridio-2.nordix.org';
 export const GATEWAY_CONFIGURATION_KIND = 'GatewayConfiguration';
-
-export function deploymentName(gatewayName: string): string {
-  return `sllbr-${gatewayName}`;
-}
 
 /**
  * Reads the current state of one Gateway and everything its plan depends on.
  * Two rounds of parallel reads: what the key alone names (Gateway, its
  * Deployment, the namespace's routes), then what the Gateway names (its
- * class and its GatewayConfiguration).
+ * class and its GatewayConfiguration, and, only when a listener admits routes
+ * from other namespaces, every namespace's routes and, for a label selector,
+ * the namespaces).
  */
 export async function observe(
   api: KubeApi,
   key: { namespace: string; name: string },
   context: { template: Template; settings: Settings; now: string },
 ): Promise<Observed> {
-  const [gateway, deployment, routes] = await Promise.all([
+  const [gateway, deployment, namespaceRoutes] = await Promise.all([
     api.getGateway(key.namespace, key.name),
     api.getDeployment(key.namespace, deploymentName(key.name)),
     api.listL34Routes(key.namespace),
   ]);
-  const base = { key, deployment, routes, template: context.template, settings: context.settings, now: context.now };
-  if (!gateway) return { ...base, gateway: null, gatewayClass: null, gatewayConfiguration: null };
+  const base = { key, deployment, template: context.template, settings: context.settings, now: context.now };
+  if (!gateway) return { ...base, routes: namespaceRoutes, namespaces: null, gateway: null, gatewayClass: null, gatewayConfiguration: null };
   const ref = gateway.spec.infrastructure?.parametersRef;
   // A wrong group or kind is the planner's to report; only a well-formed
   // reference is worth a read.
   const wantsConfiguration = ref !== undefined && ref.group === GATEWAY_CONFIGURATION_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND;
-  const [gatewayClass, gatewayConfiguration] = await Promise.all([
+  const scope = routeScope(gateway);
+  const [gatewayClass, gatewayConfiguration, allRoutes, namespaces] = await Promise.all([
     api.getGatewayClass(gateway.spec.gatewayClassName),
     wantsConfiguration ? api.getGatewayConfiguration(key.namespace, ref.name) : Promise.resolve(null),
+    scope === 'same' ? Promise.resolve(null) : api.listL34Routes(),
+    scope === 'selector' ? api.listNamespaces() : Promise.resolve(null),
   ]);
   // No reference of its own: the class's default, which only the class names.
   const classRef = ref === undefined ? effectiveParametersRef(gateway, gatewayClass) : undefined;
-  if (readableRef(classRef)) {
-    return { ...base, gateway, gatewayClass, gatewayConfiguration: await api.getGatewayConfiguration(classRef.namespace, classRef.name) };
-  }
-  return { ...base, gateway, gatewayClass, gatewayConfiguration };
+  const configuration = readableRef(classRef) ? await api.getGatewayConfiguration(classRef.namespace, classRef.name) : gatewayConfiguration;
+  return { ...base, routes: allRoutes ?? namespaceRoutes, namespaces, gateway, gatewayClass, gatewayConfiguration: configuration };
 }

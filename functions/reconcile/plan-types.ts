@@ -3,7 +3,7 @@
 import type { StatusAddress } from './addresses.js';
 import type { ListenerStatus } from './listener-status.js';
 import type { Settings } from './render-deployment.js';
-import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route } from './schemas.js';
+import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from './schemas.js';
 
 export type FailureClass = 'transient' | 'persistent' | 'permanent';
 
@@ -23,8 +23,12 @@ export interface Observed {
   gatewayConfiguration: GatewayConfiguration | null;
   // The live sllbr-<gateway>, whoever owns it.
   deployment: Deployment | null;
-  // All L34Routes in the Gateway's namespace.
+  // The L34Routes that may attach: the Gateway's namespace's, or every
+  // namespace's when a listener admits routes from other namespaces.
   routes: L34Route[];
+  // Namespaces and their labels, read only when a listener selects namespaces
+  // by label; null otherwise.
+  namespaces: Namespace[] | null;
   template: { deployment: Deployment; hash: string };
   settings: Settings;
   // RFC 3339; the only clock the planner sees (lastTransitionTime).
@@ -39,7 +43,11 @@ export interface Observed {
 export type DeploymentAction =
   | { action: 'none' }
   | { action: 'create'; object: Deployment }
-  | { action: 'update'; object: Deployment };
+  | { action: 'update'; object: Deployment }
+  // After a write that admission changed: record what was stored, so that the
+  // next reconcile does not take admission's change for drift (a metadata-only
+  // merge patch; best effort).
+  | { action: 'record-admission'; name: string; annotations: Record<string, string> };
 
 export interface GatewayStatusPlan {
   conditions: Condition[];

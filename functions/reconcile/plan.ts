@@ -25,6 +25,7 @@ import {
   type ConditionSpec,
   type ConditionStatus,
 } from './conditions.js';
+import { admissionChange, admissionExplains } from './admission-record.js';
 import { needsWrite, overlayManaged } from './deployment-diff.js';
 import { listenerStatuses, listenersEqual, storedListeners } from './listener-status.js';
 import type { DeploymentAction, Observed, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
@@ -36,6 +37,9 @@ import {
   GATEWAY_KIND,
 } from './render-deployment.js';
 import type { Condition, Deployment, Gateway, GatewayConfiguration } from './schemas.js';
+import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
+import { renderedProblem } from './rendered-checks.js';
+import { namespaceLabels } from './route-attachment.js';
 import { validateParameters } from './validate-configuration.js';
 
 export type { Observed, Plan } from './plan-types.js';
@@ -80,7 +84,7 @@ export function plan(observed: Observed): Plan {
     generation: gateway.metadata.generation ?? 0,
     ref: `${namespace}/${deploymentName(gateway.metadata.name)}`,
     stored: gateway.status?.conditions ?? [],
-    addresses: gatewayAddresses(gateway, observed.routes),
+    addresses: gatewayAddresses(gateway, observed.routes, namespaceLabels(observed.namespaces)),
     live,
     ours: live !== null && isControlledBy(live, gateway) ? live : null,
   };
@@ -138,10 +142,10 @@ function planNotOurs(observed: Observed, gateway: Gateway): Plan {
 // Programmed follows what is actually serving. If a Deployment of ours exists,
 // the previous (valid) configuration is still in place and handling traffic,
 // so Programmed stays True and names the generation it runs: flipping it to
-// False would report an outage that is not happening (DESIGN §1), and Accepted
+// False would report an outage that is not happening (docs/design.md §1), and Accepted
 // already says the new parameters were refused. With no Deployment of ours,
 // nothing is programmed: False/Invalid, the Gateway API reason for a Gateway
-// that is semantically invalid. Applied is Unknown/Pending (DESIGN §5: nothing
+// that is semantically invalid. Applied is Unknown/Pending (docs/design.md §5: nothing
 // to apply while not accepted).
 function planInvalid(ctx: Context, message: string): Plan {
   const accepted = condition(ctx, CONDITION_ACCEPTED, 'False', 'InvalidParameters', message);
@@ -203,16 +207,22 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
   });
   // Validation checks everything rendering can refuse; kept for safety.
   if (!rendered.ok) return planInvalid(ctx, rendered.error);
+  const unwritable = renderedProblem(rendered.deployment);
+  if (unwritable !== null) return planInvalid(ctx, unwritable);
 
   const current = currentState(gateway, configuration, observed.template.hash);
-  const action = deploymentAction(ctx, rendered.deployment, current);
+  const enforceReplicas = configuration.spec.horizontalScaling.enforceReplicas;
   const write = observed.write;
   const failure: WriteFailure | undefined = write !== undefined && !write.ok ? write.failure : undefined;
+  const admitted = write?.ok === true && ctx.ours ? admissionChange(rendered.deployment, ctx.ours, enforceReplicas) : null;
+  const action: DeploymentAction = admitted
+    ? { action: 'record-admission', name: rendered.deployment.metadata.name, annotations: admitted.annotations }
+    : deploymentAction(ctx, rendered.deployment, current, enforceReplicas);
 
   // A write is due and its outcome unknown: status waits for the next plan.
   // The dead-letter path writes status without writing the Deployment, so it
   // gets one regardless.
-  if (action.action !== 'none' && observed.retriesExhausted === undefined) {
+  if ((action.action === 'create' || action.action === 'update') && observed.retriesExhausted === undefined) {
     return { deployment: action, status: null, statusChanged: false, events: [], outcome: 'needs-write' };
   }
 
@@ -245,6 +255,16 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
       });
     }
   }
+  if (admitted) {
+    // Said once per write (no write loop follows: see admission-record.ts), so
+    // an operator can see which of our values admission replaced.
+    events.push({
+      type: 'Normal',
+      reason: 'MutatedByAdmission',
+      action: 'Update',
+      note: `Admission changed Deployment ${ctx.ref} as it was written: ${admitted.paths.join(', ')}. The stored form is recorded and will not be overwritten until the inputs or the Deployment change`,
+    });
+  }
   // On the dead-letter path the last attempt's failure is part of the
   // RetriesExhausted story, so that is the one Warning to tell.
   if (applied.reason === 'RetriesExhausted') {
@@ -261,14 +281,18 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
 
 // Once this invocation has written (or tried to), it does not ask for another
 // write: redelivery or the resync plans again from fresh reads.
-function deploymentAction(ctx: Context, rendered: Deployment, current: AppliedState): DeploymentAction {
+function deploymentAction(ctx: Context, rendered: Deployment, current: AppliedState, enforceReplicas: boolean): DeploymentAction {
   if (ctx.observed.write !== undefined) return { action: 'none' };
   if (ctx.ours === null) return { action: 'create', object: rendered };
   // When the recorded inputs differ, a write is due anyway; it then carries
   // the managed fields exactly as rendered (see overlayManaged).
   const force = !sameState(readAppliedState(ctx.ours), current);
   const body = overlayManaged(ctx.ours, rendered, { force });
-  return needsWrite(ctx.ours, body) ? { action: 'update', object: body } : { action: 'none' };
+  if (!needsWrite(ctx.ours, body)) return { action: 'none' };
+  // The only difference is what admission made of our last write of this
+  // very render: writing again would be undone the same way (a write loop).
+  if (!force && admissionExplains(ctx.ours, rendered, body, enforceReplicas)) return { action: 'none' };
+  return { action: 'update', object: body };
 }
 
 // Applied=True exactly when the live annotations record the current inputs
@@ -355,7 +379,10 @@ function condition(
   reason: string,
   message: string,
 ): ConditionSpec {
-  return { type, status, reason, message, observedGeneration: ctx.generation };
+  // Cut here, where the condition is made, so that comparing it with the
+  // stored one (newVerdict, statusChanged) compares like with like. API error
+  // texts can be long (a webhook's whole response).
+  return { type, status, reason, message: truncateUtf8(message, CONDITION_MESSAGE_MAX_BYTES), observedGeneration: ctx.generation };
 }
 
 function describeApplied(state: AppliedState | null, latest: GatewayConfiguration | null): string {
@@ -408,6 +435,7 @@ function finish(
     gateway: ctx.gateway,
     routes: ctx.observed.routes,
     gatewayProgrammed: findCondition(conditions, CONDITION_PROGRAMMED)?.status,
+    namespaces: namespaceLabels(ctx.observed.namespaces),
     now: ctx.observed.now,
   });
   const statusChanged =

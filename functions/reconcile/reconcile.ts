@@ -43,27 +43,28 @@ function rfc3339(d: Date): string {
 
 class ConflictRetry extends Error {}
 
+type AttemptResult = Omit<ReconcileResult, 'attempts'>;
+
 export async function reconcile(
   key: { namespace: string; name: string },
   deps: ReconcileDeps,
   options: { retriesExhausted?: { message: string } } = {},
 ): Promise<ReconcileResult> {
-  const result: ReconcileResult = { outcome: 'error', retry: false, deploymentWritten: false, statusWritten: false, eventsWritten: 0, attempts: 0 };
-  for (;;) {
-    result.attempts++;
+  for (let attempts = 1; ; attempts++) {
+    // Each attempt reports only what happened in it: a 503 from an attempt
+    // that a conflict cut short must not outlive a later attempt that found
+    // everything in order.
+    const result: AttemptResult = { outcome: 'error', retry: false, deploymentWritten: false, statusWritten: false, eventsWritten: 0 };
     try {
       await attempt(key, deps, options, result);
-      return result;
+      return { ...result, attempts };
     } catch (err) {
-      if (err instanceof ConflictRetry && result.attempts < MAX_ATTEMPTS) continue;
+      if (err instanceof ConflictRetry && attempts < MAX_ATTEMPTS) continue;
       const c = err instanceof ConflictRetry ? { class: 'transient' as const, message: `still conflicting after ${MAX_ATTEMPTS} attempts` } : classifyError(err);
       if (!c) throw err;
       // Reads failed, or a conflict would not settle: nothing was decided, so
       // let the event come again.
-      result.outcome = 'error';
-      result.retry = true;
-      result.error = c;
-      return result;
+      return { ...result, outcome: 'error', retry: true, error: c, attempts };
     }
   }
 }
@@ -72,7 +73,7 @@ async function attempt(
   key: { namespace: string; name: string },
   deps: ReconcileDeps,
   options: { retriesExhausted?: { message: string } },
-  result: ReconcileResult,
+  result: AttemptResult,
 ): Promise<void> {
   const now = deps.clock();
   const observed: Observed = {
@@ -84,7 +85,7 @@ async function attempt(
   if (final.outcome === 'not-found') return;
 
   const action = final.deployment;
-  if (action.action !== 'none') {
+  if (action.action === 'create' || action.action === 'update') {
     let written: Deployment | undefined;
     let failure: WriteFailure | undefined;
     try {
@@ -111,6 +112,16 @@ async function attempt(
     // Every failed write asks for redelivery except a permanent one, which
     // waits for the user to change something (that change is an event too).
     result.retry = failure !== undefined && failure.class !== 'permanent';
+  }
+
+  if (final.deployment.action === 'record-admission') {
+    // Best effort: if it fails, the next reconcile writes the render again and
+    // records then.
+    try {
+      await deps.api.annotateDeployment(key.namespace, final.deployment.name, final.deployment.annotations);
+    } catch (err) {
+      if (!classifyError(err)) throw err;
+    }
   }
 
   const gateway = observed.gateway;

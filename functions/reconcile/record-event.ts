@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { classifyError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
+import { boundedName } from './names.js';
 import type { PlannedEvent } from './plan-types.js';
 import type { Gateway } from './schemas.js';
+import { EVENT_NOTE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
 export interface EventContext {
   controllerName: string;
@@ -22,7 +24,8 @@ export function microTime(d: Date): string {
  */
 export function eventName(gateway: Gateway, ev: PlannedEvent): string {
   const digest = createHash('sha256').update(`${gateway.metadata.uid ?? ''}\n${ev.type}\n${ev.reason}\n${ev.note}`).digest('hex').slice(0, 12);
-  return `${gateway.metadata.name}.${digest}`;
+  // Event names are DNS subdomains (at most 253): a Gateway name may use all of it.
+  return `${boundedName(gateway.metadata.name, 253 - digest.length - 1)}.${digest}`;
 }
 
 /**
@@ -43,8 +46,7 @@ export async function recordEvent(api: KubeApi, gateway: Gateway, ev: PlannedEve
     reportingInstance: ctx.instance.slice(0, 128),
     action: ev.action,
     reason: ev.reason,
-    // The API server caps note at 1 kB.
-    note: ev.note.length > 1024 ? `${ev.note.slice(0, 1021)}...` : ev.note,
+    note: truncateUtf8(ev.note, EVENT_NOTE_MAX_BYTES),
     type: ev.type,
     regarding: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gateway.metadata.name, namespace, uid: gateway.metadata.uid },
   };

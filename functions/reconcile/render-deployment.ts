@@ -1,5 +1,5 @@
 // Rendering the LB Deployment for one Gateway from the template, the Gateway
-// and its GatewayConfiguration (DESIGN §4, "Deployment rendering").
+// and its GatewayConfiguration (docs/design.md §4, "Deployment rendering").
 //
 // The live Deployment is an input only where the design says its values win:
 // replicas and resources that are not enforced, the selector (immutable), and
@@ -7,6 +7,7 @@
 // pure function of the inputs, so rendering twice gives the same object.
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
+import { selectorMatches } from './label-selector.js';
 import { NETWORKS_ANNOTATION, desiredNetworks } from './nad-networks.js';
 import type {
   Container,
@@ -15,7 +16,6 @@ import type {
   EnvVar,
   Gateway,
   GatewayConfiguration,
-  LabelSelector,
   OwnerReference,
   PodAffinityTerm,
   PodSpec,
@@ -26,7 +26,8 @@ import type {
 // Meridio-2's LB template names it "router".
 export const ROUTER_CONTAINER = 'router';
 export const GATEWAY_NAME_ENV = 'MERIDIO_GATEWAY_NAME';
-export const DEPLOYMENT_PREFIX = 'sllbr-';
+export { DEPLOYMENT_PREFIX, deploymentName } from './names.js';
+import { deploymentName, gatewayNameLabel } from './names.js';
 export const LABEL_APP = 'app';
 export const LABEL_GATEWAY_NAME = 'gateway.networking.k8s.io/gateway-name';
 // The ApiServerSource selects LB Deployments by this label (events/types.ts).
@@ -52,10 +53,6 @@ export interface RenderInput {
 }
 
 export type Rendered = { ok: true; deployment: Deployment } | { ok: false; error: string };
-
-export function deploymentName(gatewayName: string): string {
-  return `${DEPLOYMENT_PREFIX}${gatewayName}`;
-}
 
 export function ownerReferenceFor(gateway: Gateway): OwnerReference {
   return {
@@ -92,7 +89,7 @@ export function renderDeployment(input: RenderInput): Rendered {
   const infrastructure = gateway.spec.infrastructure;
   // Controller labels are applied last: they carry the selector and the
   // Gateway identity, which neither the template nor the user may change.
-  const controllerLabels = { [LABEL_APP]: name, [LABEL_GATEWAY_NAME]: gatewayName, [LABEL_MANAGED_BY]: MANAGED_BY };
+  const controllerLabels = { [LABEL_APP]: name, [LABEL_GATEWAY_NAME]: gatewayNameLabel(gatewayName), [LABEL_MANAGED_BY]: MANAGED_BY };
 
   const podMeta = template.spec.template.metadata ?? {};
   const networks = desiredNetworks({
@@ -164,11 +161,14 @@ function renderPodSpec(input: RenderInput, name: string): PodSpec {
   const containerArgs = configuration.spec.verticalScaling?.containers ?? [];
   const liveContainers = live?.spec.template.spec.containers ?? [];
   spec.containers = spec.containers.map((container) => {
-    let rendered = withEnv(container, { name: GATEWAY_NAME_ENV, value: gateway.metadata.name });
+    // Only containers that declare the variable get its value (Meridio-2):
+    // a sidecar added to the template is not handed a variable it never asked for.
+    let rendered = setDeclaredEnv(container, { name: GATEWAY_NAME_ENV, value: gateway.metadata.name });
     if (container.name === ROUTER_CONTAINER) {
-      rendered = withEnv(rendered, fieldRefEnv('POD_NAME', 'metadata.name'));
-      rendered = withEnv(rendered, fieldRefEnv('POD_NAMESPACE', 'metadata.namespace'));
-      rendered = withEnv(rendered, fieldRefEnv('POD_UID', 'metadata.uid'));
+      // Added when missing; a definition the template already has is kept.
+      rendered = addMissingEnv(rendered, fieldRefEnv('POD_NAME', 'metadata.name'));
+      rendered = addMissingEnv(rendered, fieldRefEnv('POD_NAMESPACE', 'metadata.namespace'));
+      rendered = addMissingEnv(rendered, fieldRefEnv('POD_UID', 'metadata.uid'));
     }
     return withResources(
       rendered,
@@ -204,29 +204,37 @@ function fieldRefEnv(name: string, fieldPath: string): EnvVar {
   return { name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } };
 }
 
-// Replaces the variable in place (so the template's order is kept) or
-// appends it.
-function withEnv(container: Container, variable: EnvVar): Container {
-  const env = [...(container.env ?? [])];
-  const index = env.findIndex((e) => e.name === variable.name);
-  if (index < 0) env.push(variable);
-  else env[index] = variable;
-  return { ...container, env };
+// Replaces a declared variable in place (so the template's order is kept);
+// a container that does not declare it is left alone.
+function setDeclaredEnv(container: Container, variable: EnvVar): Container {
+  const env = container.env ?? [];
+  if (!env.some((e) => e.name === variable.name)) return container;
+  return { ...container, env: env.map((e) => (e.name === variable.name ? variable : e)) };
+}
+
+function addMissingEnv(container: Container, variable: EnvVar): Container {
+  const env = container.env ?? [];
+  if (env.some((e) => e.name === variable.name)) return container;
+  return { ...container, env: [...env, variable] };
 }
 
 // Resources come from the configuration when the container is created (no
 // live Deployment, or the container is new in the template) and, with
 // enforceResources, on every reconcile. Otherwise the live values win, so a
 // VPA or a person may manage them; unlisted containers keep what they have.
+//
+// A listed container gets exactly what its entry says, as in Meridio-2
+// ("omitting fields means no value desired"): no `resources` clears requests
+// and limits, no `resizePolicy` clears it. Empty values are rendered (rather
+// than leaving the keys out) so that the diff sees them as a change to make.
 function withResources(container: Container, args: ContainerArgs | undefined, live: Container | undefined): Container {
   const creating = live === undefined;
   if (args !== undefined && (creating || args.enforceResources)) {
     const out: Container = { ...container };
-    if (args.resources !== undefined) {
-      const { requests, limits } = args.resources;
-      out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
-    }
-    if (args.resizePolicy !== undefined) out.resizePolicy = structuredClone(args.resizePolicy);
+    const requests = args.resources?.requests;
+    const limits = args.resources?.limits;
+    out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
+    out.resizePolicy = structuredClone(args.resizePolicy ?? []);
     return out;
   }
   if (live !== undefined) {
@@ -238,24 +246,4 @@ function withResources(container: Container, args: ContainerArgs | undefined, li
     return out;
   }
   return container;
-}
-
-export function selectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
-  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
-  const byExpressions = (selector.matchExpressions ?? []).every((e) => {
-    const value = labels[e.key];
-    switch (e.operator) {
-      case 'In':
-        return value !== undefined && (e.values ?? []).includes(value);
-      case 'NotIn':
-        return value === undefined || !(e.values ?? []).includes(value);
-      case 'Exists':
-        return value !== undefined;
-      case 'DoesNotExist':
-        return value === undefined;
-      default:
-        return false;
-    }
-  });
-  return byLabels && byExpressions;
 }

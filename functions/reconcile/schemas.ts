@@ -51,12 +51,45 @@ export const ParametersRefSchema = z.looseObject({
   name: z.string(),
 });
 
+export const LabelSelectorSchema = z.looseObject({
+  matchLabels: StringMap.optional(),
+  matchExpressions: z
+    .array(
+      z.looseObject({
+        key: z.string(),
+        operator: z.string(),
+        values: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
+});
+
+// The part of a listener that decides which routes may attach
+// (Gateway API listeners[].allowedRoutes); the CRD defaults from to Same.
+export const ListenerSchema = z.looseObject({
+  name: z.string(),
+  protocol: z.string().optional(),
+  port: z.number().int().optional(),
+  allowedRoutes: z
+    .looseObject({
+      namespaces: z
+        .looseObject({
+          from: z.string().default('Same'),
+          selector: LabelSelectorSchema.optional(),
+        })
+        .optional(),
+      kinds: z.array(z.looseObject({ group: z.string().optional(), kind: z.string() })).optional(),
+    })
+    .optional(),
+});
+
 export const GatewaySchema = z.looseObject({
   apiVersion: z.string().optional(),
   kind: z.string().optional(),
   metadata: ObjectMetaSchema,
   spec: z.looseObject({
     gatewayClassName: z.string(),
+    listeners: z.array(ListenerSchema).default([]),
     infrastructure: z
       .looseObject({
         labels: StringMap.optional(),
@@ -154,6 +187,11 @@ export const ParentRefSchema = z.looseObject({
   kind: z.string().optional(),
   namespace: z.string().optional(),
   name: z.string(),
+  sectionName: z.string().optional(),
+});
+
+export const NamespaceSchema = z.looseObject({
+  metadata: ObjectMetaSchema,
 });
 
 export const L34RouteSchema = z.looseObject({
@@ -166,19 +204,6 @@ export const L34RouteSchema = z.looseObject({
       destinationCIDRs: z.array(z.string()).default([]),
     })
     .prefault({}),
-});
-
-export const LabelSelectorSchema = z.looseObject({
-  matchLabels: StringMap.optional(),
-  matchExpressions: z
-    .array(
-      z.looseObject({
-        key: z.string(),
-        operator: z.string(),
-        values: z.array(z.string()).optional(),
-      }),
-    )
-    .optional(),
 });
 
 export const EnvVarSchema = z.looseObject({
@@ -262,6 +287,7 @@ export type Condition = z.infer<typeof ConditionSchema>;
 export type GatewayAddress = z.infer<typeof GatewayAddressSchema>;
 export type Gateway = z.infer<typeof GatewaySchema>;
 export type GatewayClass = z.infer<typeof GatewayClassSchema>;
+export type Listener = z.infer<typeof ListenerSchema>;
 export type Quantity = z.infer<typeof QuantitySchema>;
 export type ResourceRequirements = z.infer<typeof ResourceRequirementsSchema>;
 export type ResizePolicy = z.infer<typeof ResizePolicySchema>;
@@ -278,3 +304,4 @@ export type PodAffinityTerm = z.infer<typeof PodAffinityTermSchema>;
 export type PodSpec = z.infer<typeof PodSpecSchema>;
 export type PodTemplateSpec = z.infer<typeof PodTemplateSpecSchema>;
 export type Deployment = z.infer<typeof DeploymentSchema>;
+export type Namespace = z.infer<typeof NamespaceSchema>;

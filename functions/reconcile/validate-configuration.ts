@@ -158,7 +158,8 @@ function validateVerticalScaling(configuration: GatewayConfiguration): string | 
 
 // Merging follows render-deployment exactly, so the Deployment we would write
 // is the one that was checked: a template network that the configuration
-// re-attaches (same namespace/name) is replaced, not duplicated.
+// re-attaches (same namespace, name and interface) is replaced, not
+// duplicated; the same NAD on another interface is a second attachment.
 function validateMergedNetworks(
   configuration: GatewayConfiguration,
   template: Deployment,
@@ -181,7 +182,7 @@ function validateMergedNetworks(
     const earlier = seen.get(network.interface);
     if (earlier !== undefined) {
       const origin = (n: NetworkSelection): string =>
-        `${fromConfiguration.has(networkKey(n, defaultNamespace)) ? 'networkAttachments' : 'the LB template'} NAD "${networkKey(n, defaultNamespace)}"`;
+        `${fromConfiguration.has(networkKey(n, defaultNamespace)) ? 'networkAttachments' : 'the LB template'} NAD "${n.namespace || defaultNamespace}/${n.name}"`;
       return `duplicate interface name "${network.interface}" after merging with the LB template: used by ${origin(earlier)} and ${origin(network)}`;
     }
     seen.set(network.interface, network);

@@ -39,6 +39,11 @@ describe('bench quick mode: request counts', () => {
     expect(noop.counts.writes).toBe(0);
     expect(noop.counts.reads).toBeGreaterThan(0);
 
+    // The same under MutatingAdmissionPolicies that rewrite the LB images.
+    const mutated = row('no-op under mutating admission');
+    expect(mutated.outcome).toBe('in-sync');
+    expect(mutated.counts.writes).toBe(0);
+
     const change = row('configuration change');
     expect(change.outcome).toBe('applied');
     expect(change.counts.byVerb['update deployments']).toBe(1);

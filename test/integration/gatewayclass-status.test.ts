@@ -2,7 +2,7 @@ import { countBy, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { reconcileClass, type ClassReconcileDeps } from '../../functions/gatewayclass/reconcile.js';
-import { handleEvent } from '../../functions/handle-event.js';
+import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
 import { ClassWithParametersSchema, type ClassWithParameters } from '../../functions/reconcile/parameters-ref.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { configurationSpec, createClass, createConfiguration } from '../support/fixtures.js';
@@ -73,7 +73,7 @@ describe('GatewayClass status', () => {
     const r = w.r();
     const handled = await handleEvent(
       { kind: 'apiserver', mode: 'ref', action: 'add', resource: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', name: 'shared', namespace: w.ns() }, object: undefined },
-      { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [w.ns()] }, sink: undefined },
+      { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [w.ns()] }, sink: undefined, budgetMs: 60_000, queue: reconcileQueue() },
       { type: 'test', id: 'cfg-add' },
     );
     expect(handled).toMatchObject({ status: 204, classes: `${w.cls()}:accepted` });

@@ -1,8 +1,10 @@
-import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { AppsV1Api, CustomObjectsApi, loadYaml } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_UID } from '../../functions/reconcile/applied-annotations.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
+import { parseTemplate, type Template } from '../../functions/reconcile/template.js';
 import { adminConfig, statusOf } from '../support/cluster.js';
 import {
   APPLIED,
@@ -18,8 +20,14 @@ import {
   readGateway,
   type Spec,
 } from '../support/fixtures.js';
-import type { Reconciler } from '../support/reconciler.js';
+import { TEMPLATE_FILE, type Reconciler } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
+
+function templateWithNetworks(value: string): Template {
+  const raw = loadYaml<{ spec: { template: { metadata: { annotations?: Record<string, string> } } } }>(readFileSync(TEMPLATE_FILE, 'utf8'));
+  raw.spec.template.metadata.annotations = { ...raw.spec.template.metadata.annotations, 'k8s.v1.cni.cncf.io/networks': value };
+  return parseTemplate(JSON.stringify(raw), 'template with networks');
+}
 
 describe('reconcile rules', () => {
   const w = useWorld('rr');
@@ -34,7 +42,7 @@ describe('reconcile rules', () => {
   describe('validation: Accepted=False/InvalidParameters naming the offending value, and no Deployment', () => {
     // Every row has all four columns: jest passes a `done` callback to a test
     // function that declares more parameters than its row has.
-    const cases: Array<[string, Spec | null, string, { ref?: Spec }]> = [
+    const cases: Array<[string, Spec | null, string, { ref?: Spec; templateNetworks?: string }]> = [
       ['missing parametersRef', null, 'parametersRef is missing', {}],
       ['a wrong group', null, 'example.com', { ref: { group: 'example.com', kind: 'GatewayConfiguration', name: 'cfg' } }],
       ['a wrong kind', null, 'ConfigMap', { ref: { group: 'meridio-2.nordix.org', kind: 'ConfigMap', name: 'cfg' } }],
@@ -45,7 +53,8 @@ describe('reconcile rules', () => {
       ['a NAD without a name', configurationSpec({ networkAttachments: [{ type: 'NAD', nad: { name: '', interface: 'net1' } }] }), 'nad.name', {}],
       ['a NAD without an interface', configurationSpec({ networkAttachments: [{ type: 'NAD', nad: { name: 'lan', interface: '' } }] }), 'lan', {}],
       ['a duplicate interface', configurationSpec({ networkAttachments: [{ type: 'NAD', nad: { name: 'a', interface: 'net1' } }, { type: 'NAD', nad: { name: 'b', interface: 'net1' } }] }), 'net1', {}],
-      ['an interface that clashes with the template', configurationSpec({ networkAttachments: [{ type: 'NAD', nad: { name: 'other', interface: 'dummy' } }] }), 'dummy', {}],
+      // The shipped template names no network; this row gives it one.
+      ['an interface that clashes with the template', configurationSpec({ networkAttachments: [{ type: 'NAD', nad: { name: 'other', interface: 'dummy' } }] }), 'dummy', { templateNetworks: '[{"name":"sysctl-tuning","interface":"dummy"}]' }],
       ['resource claims', configurationSpec({ verticalScaling: { containers: [{ name: 'router', resources: { claims: [{ name: 'gpu' }] } }] } }), 'gpu', {}],
     ];
 
@@ -62,7 +71,7 @@ describe('reconcile rules', () => {
         },
       };
       await custom().createNamespacedCustomObject({ ...GATEWAYS, namespace: ns(), body });
-      const res = await reconcile(w.key(), r.deps);
+      const res = await reconcile(w.key(), opts.templateNetworks ? { ...r.deps, template: templateWithNetworks(opts.templateNetworks) } : r.deps);
       expect(res).toMatchObject({ outcome: 'invalid', deploymentWritten: false, retry: false });
       const gw = await readGateway(ns(), 'gw');
       expect(condition(gw, 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidParameters' });

@@ -47,7 +47,7 @@ describe('reconcile', () => {
 
     const gw = await readGateway(ns(), 'gw');
     const d = await readDeployment(ns(), 'sllbr-gw');
-    // Rendering rules (DESIGN §4).
+    // Rendering rules (docs/design.md §4).
     expect(d.metadata?.ownerReferences).toEqual([
       expect.objectContaining({ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: 'gw', uid: gw.metadata.uid, controller: true }),
     ]);
@@ -65,6 +65,7 @@ describe('reconcile', () => {
     expect(pod.serviceAccountName).toBe(LB_SERVICE_ACCOUNT);
     const anti = pod.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.[0]?.labelSelector?.matchExpressions?.[0];
     expect(anti).toMatchObject({ key: 'app', values: ['sllbr-gw'] });
+    // Set where the template declares it (both containers of the shipped template).
     for (const c of pod.containers) {
       expect(c.env?.find((e) => e.name === 'MERIDIO_GATEWAY_NAME')?.value).toBe('gw');
     }
@@ -72,7 +73,8 @@ describe('reconcile', () => {
     expect(router?.env?.map((e) => e.name)).toEqual(expect.arrayContaining(['POD_NAME', 'POD_NAMESPACE', 'POD_UID']));
     expect(pod.readinessGates).toEqual([{ conditionType: 'meridio-2.nordix.org/ipv4-connectivity' }]);
     const networks = JSON.parse(d.spec!.template.metadata!.annotations!['k8s.v1.cni.cncf.io/networks']!) as { name: string; interface: string }[];
-    expect(networks.map((n) => `${n.name}@${n.interface}`).sort()).toEqual(['app-net@net1', 'sysctl-tuning@dummy']);
+    // The shipped template attaches no network of its own (as Meridio-2's).
+    expect(networks.map((n) => `${n.name}@${n.interface}`).sort()).toEqual(['app-net@net1']);
 
     // The applied state, in the same object.
     const cfg = (await rawDeployment(ns(), 'sllbr-gw')).metadata.annotations!;

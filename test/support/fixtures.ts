@@ -42,7 +42,7 @@ export async function createGateway(namespace: string, name: string, className: 
   return GatewaySchema.parse(await custom().createNamespacedCustomObject({ ...GATEWAYS, namespace, body: gatewayBody(name, className, configName, infra) }));
 }
 
-export async function createRoute(namespace: string, name: string, gateway: string, vips: string[]): Promise<void> {
+export async function createRoute(namespace: string, name: string, gateway: string, vips: string[], gatewayNamespace?: string): Promise<void> {
   await custom().createNamespacedCustomObject({
     ...L34ROUTES,
     namespace,
@@ -51,7 +51,7 @@ export async function createRoute(namespace: string, name: string, gateway: stri
       kind: 'L34Route',
       metadata: { name },
       spec: {
-        parentRefs: [{ name: gateway }],
+        parentRefs: [{ name: gateway, ...(gatewayNamespace ? { namespace: gatewayNamespace } : {}) }],
         destinationCIDRs: vips,
         protocols: ['TCP'],
         priority: 1,

@@ -23,6 +23,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'info',
       PORT: 8080,
       BODY_LIMIT_BYTES: 1024 * 1024,
+      API_REQUEST_TIMEOUT_MS: 10_000,
+      INVOCATION_BUDGET_MS: 50_000,
       POD_NAME: hostname(),
     });
     expect(loadConfig({}).K_SINK).toBeUndefined();
@@ -38,6 +40,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       PORT: '9090',
       BODY_LIMIT_BYTES: '2048',
+      API_REQUEST_TIMEOUT_MS: '2500',
+      INVOCATION_BUDGET_MS: '30000',
       POD_NAME: 'fn-abc',
     });
     expect(config).toEqual({
@@ -49,6 +53,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       PORT: 9090,
       BODY_LIMIT_BYTES: 2048,
+      API_REQUEST_TIMEOUT_MS: 2500,
+      INVOCATION_BUDGET_MS: 30_000,
       POD_NAME: 'fn-abc',
     });
   });

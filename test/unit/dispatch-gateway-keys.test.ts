@@ -2,9 +2,9 @@
 import { WatchedObject, type GatewayKey } from '../../events/incoming.js';
 import {
   GATEWAY_GROUP,
-  deploymentNameOwner,
   deploymentOwner,
-  gatewaysInNamespace,
+  gatewaysByDeploymentName,
+  gatewaysInReach,
   gatewaysOfClass,
   gatewaysUsingConfiguration,
   keyOf,
@@ -12,6 +12,7 @@ import {
   routeGateways,
   uniqueKeys,
 } from '../../functions/dispatch/gateway-keys.js';
+import { deploymentName } from '../../functions/reconcile/names.js';
 import type { Gateway, GatewayClass } from '../../functions/reconcile/schemas.js';
 
 const NS = 'team-a';
@@ -32,6 +33,7 @@ function gateway(name: string, o: GatewayOptions = {}): Gateway {
     metadata: { name, namespace: o.namespace ?? NS },
     spec: {
       gatewayClassName: o.className ?? 'gc',
+      listeners: [],
       ...(o.parametersRef ? { infrastructure: { parametersRef: o.parametersRef } } : {}),
     },
     ...(o.addresses ? { status: { addresses: o.addresses.map((value) => ({ type: 'IPAddress', value })) } } : {}),
@@ -110,18 +112,25 @@ describe('deploymentOwner (Resource mode)', () => {
   });
 });
 
-describe('deploymentNameOwner (Reference mode)', () => {
-  it('sllbr-<name> names the Gateway <name>', () => {
-    expect(deploymentNameOwner(NS, 'sllbr-x')).toEqual(k('x'));
-    expect(deploymentNameOwner(OTHER_NS, 'sllbr-gw.one')).toEqual(k('gw.one', OTHER_NS));
+describe('gatewaysByDeploymentName (Reference mode)', () => {
+  it('the Gateway whose sllbr-<name> it is, in its namespace', () => {
+    const gateways = [gateway('x'), gateway('gw.one', { namespace: OTHER_NS }), gateway('y')];
+    expect(gatewaysByDeploymentName(gateways, NS, 'sllbr-x')).toEqual([k('x')]);
+    expect(gatewaysByDeploymentName(gateways, OTHER_NS, 'sllbr-gw.one')).toEqual([k('gw.one', OTHER_NS)]);
+    expect(gatewaysByDeploymentName(gateways, OTHER_NS, 'sllbr-x')).toEqual([]);
   });
 
-  it('"sllbr-" alone and other names map to nothing', () => {
-    expect(deploymentNameOwner(NS, 'sllbr-')).toBeUndefined();
-    expect(deploymentNameOwner(NS, 'sllbr')).toBeUndefined();
-    expect(deploymentNameOwner(NS, 'coredns')).toBeUndefined();
-    expect(deploymentNameOwner(NS, 'x-sllbr-gw1')).toBeUndefined();
-    expect(deploymentNameOwner(NS, '')).toBeUndefined();
+  it('finds a Gateway whose long name was hashed into the Deployment name', () => {
+    const long = 'g'.repeat(253);
+    const gateways = [gateway(long), gateway('x')];
+    const name = deploymentName(long);
+    expect(name.length).toBeLessThanOrEqual(63);
+    expect(gatewaysByDeploymentName(gateways, NS, name)).toEqual([k(long)]);
+  });
+
+  it('other names map to nothing', () => {
+    const gateways = [gateway('gw1')];
+    for (const name of ['sllbr-', 'sllbr', 'coredns', 'x-sllbr-gw1', '']) expect(gatewaysByDeploymentName(gateways, NS, name)).toEqual([]);
   });
 });
 
@@ -244,10 +253,10 @@ describe('routeGateways: Gateways that still advertise the route\'s VIPs', () =>
     expect(routeGateways(r, gateways)).toEqual([k('a'), k('b'), k('d')]);
   });
 
-  it('only Gateways of the route\'s namespace are matched by address', () => {
+  it('Gateways of any namespace are matched by address (a route may have left a Gateway that admitted it from elsewhere)', () => {
     const gateways = [gateway('a', { namespace: OTHER_NS, addresses: ['20.0.0.1'] }), gateway('b', { addresses: ['20.0.0.1'] })];
     const r = route({ parentRefs: [], destinationCIDRs: ['20.0.0.1/32'] });
-    expect(routeGateways(r, gateways)).toEqual([k('b')]);
+    expect(routeGateways(r, gateways)).toEqual([k('b'), k('a', OTHER_NS)]);
   });
 
   it('IPv6 VIPs compare canonically', () => {
@@ -270,10 +279,11 @@ describe('routeGateways: Gateways that still advertise the route\'s VIPs', () =>
   });
 });
 
-describe('gatewaysInNamespace (Reference mode for a route)', () => {
-  it('every Gateway of the namespace, and only those', () => {
-    const gateways = [gateway('b'), gateway('a'), gateway('c', { namespace: OTHER_NS })];
-    expect(gatewaysInNamespace(gateways, NS)).toEqual([k('b'), k('a')]);
-    expect(gatewaysInNamespace(gateways, 'empty')).toEqual([]);
+describe('gatewaysInReach (Reference mode for a route)', () => {
+  it('every Gateway of the namespace, and those elsewhere that admit routes from other namespaces', () => {
+    const open: Gateway = { ...gateway('open', { namespace: OTHER_NS }), spec: { gatewayClassName: 'gc', listeners: [{ name: 'l', allowedRoutes: { namespaces: { from: 'All' } } }] } };
+    const gateways = [gateway('b'), gateway('a'), gateway('c', { namespace: OTHER_NS }), open];
+    expect(gatewaysInReach(gateways, NS)).toEqual([k('b'), k('a'), k('open', OTHER_NS)]);
+    expect(gatewaysInReach(gateways, 'empty')).toEqual([k('open', OTHER_NS)]);
   });
 });

@@ -421,9 +421,11 @@ describe('graceful drain', () => {
     const { url, fn } = await start();
     // A kept-alive idle connection must not hold the drain.
     await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
-    const t0 = performance.now();
-    await fn.drain(5000);
-    expect(performance.now() - t0).toBeLessThan(1000);
+    // A timeout far beyond the test's own: only an immediate close lets this return.
+    let closed = 0;
+    fn.server.on('close', () => closed++);
+    await fn.drain(2_000_000_000);
+    expect(closed).toBe(1);
     expect(fn.server.listening).toBe(false);
   });
 
@@ -436,9 +438,9 @@ describe('graceful drain', () => {
     });
     const stuck = post(`${url}/`, binary(reconcileEvent(KEY))).catch((err: unknown) => err);
     await inHandler;
-    const t0 = performance.now();
     await fn.drain(200);
-    expect(performance.now() - t0).toBeLessThan(2000);
+    // It returned although the handler is still running: it gave up waiting.
+    expect(fn.inFlight()).toBe(1);
     expect(fn.server.listening).toBe(false);
     // The stuck client sees its connection closed rather than hanging forever.
     // (fetch's TypeError comes from another realm than jest's Error: match on the text.)

@@ -342,6 +342,10 @@ describe('Knative Service', () => {
     // K_SINK comes from the SinkBinding, PORT from Knative.
     const config = loadConfig({ ...env, K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/ns/broker' });
     expect(config.TEMPLATE_PATH).toBe(env.TEMPLATE_PATH);
+    // The function must answer (503) before Knative cuts the request off, and
+    // a single API request must fit in the budget more than once.
+    expect(config.INVOCATION_BUDGET_MS).toBeLessThan((template.spec.timeoutSeconds ?? 0) * 1000);
+    expect(config.API_REQUEST_TIMEOUT_MS * 2).toBeLessThanOrEqual(config.INVOCATION_BUDGET_MS);
 
     const generator = kustomization.configMapGenerator[0];
     const fileKey = generator?.files[0]?.split('=')[0];
@@ -508,7 +512,7 @@ describe('docs/operations.md keeps up with the code', () => {
   });
 
   test('names every Event reason the planner emits', () => {
-    expect(new Set(eventReasons)).toEqual(new Set(['InvalidParameters', 'NameCollision', 'GatewayConfigurationApplied', 'ApplyFailed', 'RetriesExhausted']));
+    expect(new Set(eventReasons)).toEqual(new Set(['InvalidParameters', 'NameCollision', 'GatewayConfigurationApplied', 'ApplyFailed', 'RetriesExhausted', 'MutatedByAdmission']));
     for (const reason of eventReasons) expect(doc).toMatch(new RegExp(`\\| (Normal|Warning) \\| \`${reason}\``));
   });
 

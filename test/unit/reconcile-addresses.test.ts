@@ -1,7 +1,12 @@
-import { addressesEqual, gatewayAddresses, routeAttachesTo } from '../../functions/reconcile/addresses.js';
+import { addressesEqual, gatewayAddresses } from '../../functions/reconcile/addresses.js';
+import { routeAttaches } from '../../functions/reconcile/route-attachment.js';
+import type { Gateway, L34Route } from '../../functions/reconcile/schemas.js';
 import { GW, NS, gateway, route } from './reconcile-fixtures.js';
 
-describe('routeAttachesTo', () => {
+const NONE = new Map<string, Record<string, string>>();
+const routeAttachesTo = (r: L34Route, g: Gateway): boolean => routeAttaches(r, g, NONE);
+
+describe('routeAttaches: the parentRef', () => {
   const gw = gateway();
 
   it('defaults group, kind and namespace', () => {
@@ -32,7 +37,7 @@ describe('gatewayAddresses', () => {
       route('c', ['99.0.0.1/32'], [{ name: 'other' }]),
       route('d', ['20.0.0.0/24', 'not-an-ip', '30.0.0.1']),
     ];
-    expect(gatewayAddresses(gateway(), routes)).toEqual([
+    expect(gatewayAddresses(gateway(), routes, NONE)).toEqual([
       { type: 'IPAddress', value: '10.0.0.1' },
       { type: 'IPAddress', value: '20.0.0.10' },
       { type: 'IPAddress', value: '20.0.0.2' },
@@ -42,7 +47,7 @@ describe('gatewayAddresses', () => {
 
   it('is independent of route order', () => {
     const routes = [route('a', ['20.0.0.3/32', 'fd00::9/128']), route('b', ['20.0.0.1/32'])];
-    expect(gatewayAddresses(gateway(), [...routes].reverse())).toEqual(gatewayAddresses(gateway(), routes));
+    expect(gatewayAddresses(gateway(), [...routes].reverse(), NONE)).toEqual(gatewayAddresses(gateway(), routes, NONE));
   });
 
   it('compares with a stored list whose type was defaulted away', () => {

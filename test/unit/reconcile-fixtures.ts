@@ -176,6 +176,7 @@ export function observed(overrides: Partial<Observed> = {}): Observed {
     gatewayConfiguration: gatewayConfiguration(),
     deployment: null,
     routes: [],
+    namespaces: null,
     template: { deployment: templateDeployment(), hash: TEMPLATE_HASH },
     settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT },
     now: NOW,
@@ -278,7 +279,7 @@ export function invoke(o: Observed, failure?: WriteFailure): { first: Plan; plan
   const first = plan(o);
   let final = first;
   let deployment = o.deployment;
-  if (first.deployment.action !== 'none') {
+  if (first.deployment.action === 'create' || first.deployment.action === 'update') {
     if (failure) {
       final = plan({ ...o, write: { ok: false, failure } });
     } else {

@@ -47,15 +47,23 @@ describe('mergeNetworks', () => {
     ]);
   });
 
-  it('lets the configuration replace a template NAD with the same namespace/name', () => {
+  it('lets the configuration replace a template entry with the same namespace, name and interface', () => {
     const merged = mergeNetworks(
-      [{ name: 'shared', namespace: NS, interface: 'old0', mac: 'aa' }, { name: 'keep' }],
-      [{ name: 'shared', namespace: '', interface: 'new0' }],
+      [{ name: 'shared', namespace: NS, interface: 'eth9', mac: 'aa' }, { name: 'keep' }],
+      [{ name: 'shared', namespace: '', interface: 'eth9' }],
       NS,
     );
     expect(merged).toEqual([
       { name: 'keep', namespace: NS },
-      { name: 'shared', namespace: NS, interface: 'new0' },
+      { name: 'shared', namespace: NS, interface: 'eth9' },
+    ]);
+  });
+
+  it('attaches one NAD on two interfaces twice (Meridio-2: sysctl-tuning@dummy plus sysctl-tuning@dummy2)', () => {
+    const merged = mergeNetworks([{ name: 'sysctl-tuning', interface: 'dummy' }], [{ name: 'sysctl-tuning', namespace: NS, interface: 'dummy2' }], NS);
+    expect(merged).toEqual([
+      { name: 'sysctl-tuning', namespace: NS, interface: 'dummy' },
+      { name: 'sysctl-tuning', namespace: NS, interface: 'dummy2' },
     ]);
   });
 
@@ -114,9 +122,9 @@ describe('desiredNetworks', () => {
     expect(result).toEqual({ ok: true, networks: [], value: undefined });
   });
 
-  it('clears a live value with "[]" when nothing is to be attached', () => {
+  it('removes a live value when nothing is to be attached (Meridio-2 deletes the annotation)', () => {
     const result = desiredNetworks({ attachments: [], defaultNamespace: NS, templateValue: undefined, liveValue: 'x@x0' });
-    expect(result.ok && result.value).toBe('[]');
+    expect(result).toEqual({ ok: true, networks: [], value: undefined });
   });
 
   it('reports a malformed template', () => {

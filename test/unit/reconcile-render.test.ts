@@ -177,33 +177,36 @@ describe('renderDeployment: environment and service account', () => {
   const d = render();
   const fieldRef = (fieldPath: string) => ({ valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } });
 
-  it('injects MERIDIO_GATEWAY_NAME into every container, in place where the template has it', () => {
-    for (const c of d.spec.template.spec.containers) {
-      expect(c.env?.filter((e) => e.name === 'MERIDIO_GATEWAY_NAME')).toEqual([{ name: 'MERIDIO_GATEWAY_NAME', value: GW }]);
-    }
+  it('sets MERIDIO_GATEWAY_NAME in place in the containers that declare it, and adds it to none (Meridio-2)', () => {
     expect(container(d, 'stateless-lb').env?.[0]).toEqual({ name: 'MERIDIO_GATEWAY_NAME', value: GW });
+    for (const name of ['router', 'nfqlb']) {
+      expect(container(d, name).env?.some((e) => e.name === 'MERIDIO_GATEWAY_NAME') ?? false).toBe(false);
+    }
   });
 
   it('gives the router its Pod identity and no other container', () => {
     expect(ROUTER_CONTAINER).toBe('router');
     expect(container(d, 'router').env).toEqual([
       { name: 'MERIDIO_LOG_LEVEL', value: 'info' },
-      { name: 'MERIDIO_GATEWAY_NAME', value: GW },
       { name: 'POD_NAME', ...fieldRef('metadata.name') },
       { name: 'POD_NAMESPACE', ...fieldRef('metadata.namespace') },
       { name: 'POD_UID', ...fieldRef('metadata.uid') },
     ]);
     for (const name of ['stateless-lb', 'nfqlb']) {
-      expect(container(d, name).env?.some((e) => e.name.startsWith('POD_'))).toBe(false);
+      expect(container(d, name).env?.some((e) => e.name.startsWith('POD_')) ?? false).toBe(false);
     }
   });
 
-  it('overrides a template POD_NAME that is wrong, in place', () => {
+  it('keeps a custom POD_NAME the template defines for the router, and adds only the missing ones (Meridio-2)', () => {
     const template = templateDeployment((raw) => {
       const podSpec = (raw.spec as { template: { spec: { containers: Array<Record<string, unknown>> } } }).template.spec;
       podSpec.containers[1]!.env = [{ name: 'POD_NAME', value: 'static' }];
     });
-    expect(container(render({ template }), 'router').env?.[0]).toEqual({ name: 'POD_NAME', ...fieldRef('metadata.name') });
+    expect(container(render({ template }), 'router').env).toEqual([
+      { name: 'POD_NAME', value: 'static' },
+      { name: 'POD_NAMESPACE', ...fieldRef('metadata.namespace') },
+      { name: 'POD_UID', ...fieldRef('metadata.uid') },
+    ]);
   });
 
   it('uses the configured LB ServiceAccount', () => {
@@ -281,6 +284,22 @@ describe('renderDeployment: resources', () => {
     }
   });
 
+  // Decision (docs/operations.md, "Vertical scaling"): Meridio-2's desired-state
+  // semantics. An entry says everything about its container; what it omits is
+  // cleared, on create and whenever enforced.
+  it('clears requests, limits and resizePolicy that an enforced entry omits (Meridio-2: EnforceTrue clears existing resources)', () => {
+    const bare = gatewayConfiguration({ verticalScaling: { containers: [{ name: 'router', enforceResources: true }] } });
+    const d = render({ configuration: bare, live: liveWith('42m') });
+    expect(container(d, 'router').resources).toEqual({});
+    expect(container(d, 'router').resizePolicy).toEqual([]);
+    expect(container(d, 'stateless-lb').resources).toEqual({ requests: { cpu: '42m' } });
+  });
+
+  it('keeps live resources when the omitting entry is not enforced', () => {
+    const bare = gatewayConfiguration({ verticalScaling: { containers: [{ name: 'router', enforceResources: false }] } });
+    expect(container(render({ configuration: bare, live: liveWith('42m') }), 'router').resources).toEqual({ requests: { cpu: '42m' } });
+  });
+
   it('treats a container new in the template as created', () => {
     const live = mutateLive(render(), (d) => {
       d.spec.template.spec.containers = d.spec.template.spec.containers.filter((c) => c.name !== 'router');
@@ -301,9 +320,15 @@ describe('renderDeployment: network attachments', () => {
     );
   });
 
-  it('lets the configuration win for the same NAD', () => {
+  it('attaches a template NAD again on another interface, template entry first', () => {
     expect(annotation(render({ configuration: nads(['tmpl-net', 'moved0']) }))).toBe(
-      `[{"name":"tmpl-net","namespace":"${NS}","interface":"moved0"}]`,
+      `[{"name":"tmpl-net","namespace":"${NS}","interface":"tmpl0"},{"name":"tmpl-net","namespace":"${NS}","interface":"moved0"}]`,
+    );
+  });
+
+  it('lets the configuration win for the same NAD and interface', () => {
+    expect(annotation(render({ configuration: nads(['tmpl-net', 'tmpl0']) }))).toBe(
+      `[{"name":"tmpl-net","namespace":"${NS}","interface":"tmpl0"}]`,
     );
   });
 

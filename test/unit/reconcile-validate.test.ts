@@ -150,10 +150,18 @@ describe('validateParameters: networkAttachments', () => {
     expect(validateParameters(gateway(), gatewayConfiguration(spec), templateDeployment()).ok).toBe(true);
   });
 
-  it('accepts the configuration re-attaching a template NAD under another interface', () => {
+  it('accepts the configuration attaching a template NAD again under another interface (both are attached)', () => {
+    const spec = { networkAttachments: [nad('tmpl-net', 'new0')] };
+    expect(validateParameters(gateway(), gatewayConfiguration(spec), templateWithNetworks('tmpl-net@tmpl1')).ok).toBe(true);
+  });
+
+  it('rejects a template interface reused by another configuration network, now that both are kept', () => {
     const spec = { networkAttachments: [nad('tmpl-net', 'new0'), nad('x', 'tmpl1')] };
-    const template = templateWithNetworks('tmpl-net@tmpl1');
-    expect(validateParameters(gateway(), gatewayConfiguration(spec), template).ok).toBe(true);
+    expect(messageFor(spec, templateWithNetworks('tmpl-net@tmpl1'))).toContain('duplicate interface name "tmpl1" after merging');
+  });
+
+  it('rejects the same NAD and interface twice in the configuration as a duplicate interface', () => {
+    expect(messageFor({ networkAttachments: [nad('sysctl-tuning', 'dummy'), nad('sysctl-tuning', 'dummy')] })).toContain('duplicate interface name "dummy"');
   });
 
   it('treats an explicit template namespace equal to the default as the same NAD', () => {

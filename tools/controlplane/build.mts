@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds the pinned control-plane binaries (etcd, kube-apiserver,
 // kube-controller-manager) from Go modules and collects the pinned Gateway API
-// CRDs, caching both per version under the user's cache directory.
+// CRDs and Multus's NetworkAttachmentDefinition CRD (so the samples' NADs
+// can be created), caching both per version under the user's cache directory.
 //
 // Runs directly under Node's type stripping, before the TypeScript build, from
 // `npm test`, `npm start` and `npm run bench`, on a machine that has nothing
@@ -20,19 +21,21 @@ export interface PinnedVersions {
   kubernetes: string;
   etcd: string;
   gatewayApi: string;
+  networkAttachmentDefinition: string;
 }
 
 export interface ControlPlaneAssets {
   versions: PinnedVersions;
   binaries: Record<BinaryName, string>;
   gatewayApiCrds: string;
+  nadCrds: string;
 }
 
 type BinaryName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
 
 /** Versions come from the wrapper go.mod (and pins.json for CRD-only modules): one place to pin them. */
 export function pinnedVersions(): PinnedVersions {
-  const pins = JSON.parse(readFileSync(join(here, 'pins.json'), 'utf8')) as { gatewayApi: string };
+  const pins = JSON.parse(readFileSync(join(here, 'pins.json'), 'utf8')) as { gatewayApi: string; networkAttachmentDefinition: string };
   return { kubernetes: requiredVersion(here, 'k8s.io/kubernetes'), etcd: requiredVersion(here, 'go.etcd.io/etcd/server/v3'), ...pins };
 }
 
@@ -81,6 +84,17 @@ function collectGatewayApiCrds(v: PinnedVersions): string {
   return collectCrds({ name: `gateway-api-${v.gatewayApi}`, module: 'sigs.k8s.io/gateway-api', version: v.gatewayApi, sub: join('config', 'crd', 'standard'), cwd: here, log });
 }
 
+function collectNadCrds(v: PinnedVersions): string {
+  return collectCrds({
+    name: `network-attachment-definition-${v.networkAttachmentDefinition}`,
+    module: 'github.com/k8snetworkplumbingwg/network-attachment-definition-client',
+    version: v.networkAttachmentDefinition,
+    sub: 'artifacts',
+    cwd: here,
+    log,
+  });
+}
+
 export async function ensureAssets(): Promise<ControlPlaneAssets> {
   const v = pinnedVersions();
   const started = Date.now();
@@ -94,7 +108,7 @@ export async function ensureAssets(): Promise<ControlPlaneAssets> {
     } else {
       await buildBinaries(v);
     }
-    const assets: ControlPlaneAssets = { versions: v, binaries: bins, gatewayApiCrds: collectGatewayApiCrds(v) };
+    const assets: ControlPlaneAssets = { versions: v, binaries: bins, gatewayApiCrds: collectGatewayApiCrds(v), nadCrds: collectNadCrds(v) };
     const secs = (Date.now() - started) / 1000;
     if (secs > 2) log(`assets ready in ${secs.toFixed(0)}s`);
     return assets;

@@ -141,6 +141,7 @@ export class ControlPlane {
       log(`kube-apiserver ready after ${Date.now() - t0} ms`);
       const crdFiles = [
         ...listYaml(assets.gatewayApiCrds),
+        ...listYaml(assets.nadCrds),
         ...listYaml(join(repoRoot(), 'infra', 'crds')),
         ...(opts.crds ?? []).flatMap(listYaml),
       ];

@@ -1,0 +1,48 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+// Every invocation has a budget below the Knative Service's timeoutSeconds, so
+// that it answers (503: deliver again) before Knative cuts it off with no
+// answer at all. The budget reaches each API request through async context:
+// the request aborts when either its own timeout or the invocation's budget
+// runs out, whichever is first.
+
+/** The invocation ran out of its budget; as transient as a timeout. */
+export class DeadlineExceeded extends Error {
+  override readonly name = 'DeadlineExceeded';
+}
+
+const budget = new AsyncLocalStorage<AbortSignal>();
+
+/** The signal of the invocation this code runs for, if any. */
+export function invocationSignal(): AbortSignal | undefined {
+  return budget.getStore();
+}
+
+/** Both the request's own timeout and the invocation's budget. */
+export function requestSignal(requestTimeoutMs: number): AbortSignal {
+  const own = AbortSignal.timeout(requestTimeoutMs);
+  const invocation = invocationSignal();
+  return invocation ? AbortSignal.any([own, invocation]) : own;
+}
+
+/**
+ * Runs `fn` with a budget of `ms`: API requests made inside abort when it runs
+ * out, and the returned promise rejects with DeadlineExceeded at that moment
+ * even if `fn` is still unwinding.
+ */
+export async function withDeadline<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const err = new DeadlineExceeded(`the invocation's budget of ${ms} ms ran out`);
+      controller.abort(err);
+      reject(err);
+    }, ms);
+  });
+  try {
+    return await Promise.race([budget.run(controller.signal, fn), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

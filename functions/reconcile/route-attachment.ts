@@ -1,0 +1,83 @@
+// Which L34Routes attach to a Gateway: the route's parentRef names it, and a
+// listener admits the route's namespace and kind (Gateway API
+// listeners[].allowedRoutes). Meridio-2 checks only the parentRef, so a route
+// in any namespace could put its VIPs on any Gateway; here a Gateway's owner
+// decides, with the Gateway API's default of Same.
+import { selectorMatches } from './label-selector.js';
+import type { Gateway, L34Route, Listener, Namespace } from './schemas.js';
+
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+export const ROUTE_GROUP = 'meridio-2.nordix.org';
+export const ROUTE_KIND = 'L34Route';
+
+/** How far a Gateway's listeners reach: what observe must read to decide. */
+export type RouteScope = 'same' | 'all' | 'selector';
+
+function fromOf(listener: Listener): string {
+  return listener.allowedRoutes?.namespaces?.from ?? 'Same';
+}
+
+export function routeScope(gateway: Gateway): RouteScope {
+  const froms = new Set(gateway.spec.listeners.map(fromOf));
+  if (froms.has('All')) return 'all';
+  if (froms.has('Selector')) return 'selector';
+  return 'same';
+}
+
+/** The parentRef names this Gateway (an L34Route has exactly one parent). */
+export function parentRefNames(route: L34Route, gateway: Gateway): { sectionName: string | undefined } | null {
+  const refs = route.spec.parentRefs;
+  if (refs.length !== 1) return null;
+  const [ref] = refs;
+  if (ref === undefined) return null;
+  const names =
+    (ref.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
+    (ref.kind ?? 'Gateway') === 'Gateway' &&
+    (ref.namespace || route.metadata.namespace) === gateway.metadata.namespace &&
+    ref.name === gateway.metadata.name;
+  return names ? { sectionName: ref.sectionName || undefined } : null;
+}
+
+function admitsKind(listener: Listener): boolean {
+  const kinds = listener.allowedRoutes?.kinds;
+  if (kinds === undefined || kinds.length === 0) return true;
+  return kinds.some((k) => (k.group ?? GATEWAY_GROUP) === ROUTE_GROUP && k.kind === ROUTE_KIND);
+}
+
+function admitsNamespace(listener: Listener, gateway: Gateway, routeNamespace: string, namespaces: ReadonlyMap<string, Record<string, string>>): boolean {
+  switch (fromOf(listener)) {
+    case 'Same':
+      return routeNamespace === gateway.metadata.namespace;
+    case 'All':
+      return true;
+    case 'Selector': {
+      const selector = listener.allowedRoutes?.namespaces?.selector;
+      const labels = namespaces.get(routeNamespace);
+      // No selector selects nothing, as an unknown namespace matches nothing.
+      return selector !== undefined && labels !== undefined && selectorMatches(selector, labels);
+    }
+    default:
+      return false;
+  }
+}
+
+/** The listeners a route attaches to: by sectionName, or every listener that admits it. */
+export function attachedListeners(route: L34Route, gateway: Gateway, namespaces: ReadonlyMap<string, Record<string, string>>): Listener[] {
+  const parent = parentRefNames(route, gateway);
+  if (parent === null) return [];
+  const routeNamespace = route.metadata.namespace ?? '';
+  return gateway.spec.listeners.filter(
+    (l) =>
+      (parent.sectionName === undefined || l.name === parent.sectionName) &&
+      admitsKind(l) &&
+      admitsNamespace(l, gateway, routeNamespace, namespaces),
+  );
+}
+
+export function routeAttaches(route: L34Route, gateway: Gateway, namespaces: ReadonlyMap<string, Record<string, string>>): boolean {
+  return attachedListeners(route, gateway, namespaces).length > 0;
+}
+
+export function namespaceLabels(namespaces: Namespace[] | null): ReadonlyMap<string, Record<string, string>> {
+  return new Map((namespaces ?? []).map((n) => [n.metadata.name, n.metadata.labels ?? {}]));
+}
