@@ -476,7 +476,7 @@ describe('optional gateway-watch component (Gateway events despite Knative\'s pl
   test('adds one ContainerSource in the install namespace, into the Broker, as the ApiServerSource\'s ServiceAccount', () => {
     expect(objects.map((o) => `${o.apiVersion} ${o.kind}`)).toEqual(['sources.knative.dev/v1 ContainerSource']);
     const [cs] = objects;
-    if (!cs) return;
+    if (!cs) throw new Error('the gateway-watch component has no ContainerSource');
     expect(cs.metadata.namespace).toBe(NAMESPACE);
     const spec = specOf(cs, ContainerSourceSpecSchema);
     pointsAtBroker(spec.sink);
@@ -485,7 +485,7 @@ describe('optional gateway-watch component (Gateway events despite Knative\'s pl
 
   test('its adapter watches Gateways under their served name, in the namespaces the ApiServerSource selects', () => {
     const [cs] = objects;
-    if (!cs) return;
+    if (!cs) throw new Error('the gateway-watch component has no ContainerSource');
     const env = specOf(cs, ContainerSourceSpecSchema).template.spec.containers[0]?.env ?? [];
     const raw = env.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '';
     const config = SourceConfigSchema.parse(JSON.parse(raw) as unknown);
