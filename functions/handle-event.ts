@@ -6,6 +6,8 @@ import { withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
 import { keyedQueue, type KeyedQueue } from './keyed-queue.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
+import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
+import { reconcileClassesFor } from './gatewayclass/triggers.js';
 
 // Routes one parsed event to dispatch, reconcile or the dead-letter record,
 // and turns what happened into the HTTP status Knative acts on: 2xx done,
@@ -33,6 +35,8 @@ export interface Handled {
   outcome: string;
   gateway?: string;
   gateways?: number;
+  /** GatewayClasses reconciled, as name:outcome. */
+  classes?: string;
   detail?: string;
 }
 
@@ -76,6 +80,20 @@ async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { typ
   return { status: retry > 0 ? 503 : 204, outcome: retry > 0 ? 'some-need-retry' : 'reconciled-locally', gateways: keys.length };
 }
 
+// GatewayClass reconciles ride along with the Gateway ones of the same event;
+// one that needs another delivery makes the whole answer 503.
+function withClasses(classes: ClassReconcileResult[], handled: Handled): Handled {
+  if (classes.length === 0) return handled;
+  const failed = classes.find((c) => c.retry);
+  const summary = classes.map((c) => `${c.name}:${c.outcome}`).join(',');
+  return {
+    ...handled,
+    status: failed ? 503 : handled.status,
+    classes: summary,
+    ...(failed?.error ? { detail: `GatewayClass ${failed.name}: ${failed.error.class}${failed.error.code ? ` ${failed.error.code}` : ''}: ${failed.error.message}` } : {}),
+  };
+}
+
 export async function handleEvent(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }): Promise<Handled> {
   try {
     return await withDeadline(deps.budgetMs, () => route(incoming, deps, event));
@@ -103,9 +121,13 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       const transient = r.error?.class === 'transient' && r.outcome === 'error';
       return { ...fromReconcile(incoming.key, r), status: transient ? 503 : 204, outcome: `dead-letter:${r.outcome}` };
     }
-    case 'ping':
-      return await reconcileMany(await keysForResync(deps.api, deps.scope), deps, event);
-    case 'apiserver':
-      return await reconcileMany(await keysForApiEvent(deps.api, deps.scope, incoming), deps, event);
+    case 'ping': {
+      const classes = await reconcileClassesFor(incoming, deps);
+      return withClasses(classes, await reconcileMany(await keysForResync(deps.api, deps.scope), deps, event));
+    }
+    case 'apiserver': {
+      const classes = await reconcileClassesFor(incoming, deps);
+      return withClasses(classes, await reconcileMany(await keysForApiEvent(deps.api, deps.scope, incoming), deps, event));
+    }
   }
 }

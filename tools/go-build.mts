@@ -139,6 +139,25 @@ export async function goBuildMany(opts: { dir: string; pkgs: string[]; outDir: s
   opts.log(`built ${opts.pkgs.length} binaries in ${Math.round((Date.now() - started) / 1000)}s`);
 }
 
+/**
+ * `go test -c` of one test package of the wrapper module in `dir` into
+ * `out`: a test binary, for suites shipped as Go tests (the Gateway API
+ * conformance suite). Same temporary-name discipline as goBuild.
+ */
+export async function goTestCompile(opts: { dir: string; pkg: string; out: string; log: Log }): Promise<void> {
+  const started = Date.now();
+  mkdirSync(dirname(opts.out), { recursive: true });
+  const tmp = `${opts.out}.tmp-${process.pid}`;
+  opts.log(`go test -c ${opts.pkg}`);
+  try {
+    await run('go', ['test', '-c', '-trimpath', '-ldflags', '-s -w', '-o', tmp, opts.pkg], opts.dir, opts.log);
+    renameSync(tmp, opts.out);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  opts.log(`built ${opts.out.split('/').pop()} in ${Math.round((Date.now() - started) / 1000)}s`);
+}
+
 /** Go module directory of a pinned module, downloading it through the module proxy. */
 export function moduleDir(path: string, version: string, cwd: string): string {
   const out = execFileSync('go', ['mod', 'download', '-json', `${path}@${version}`], { cwd, encoding: 'utf8' });

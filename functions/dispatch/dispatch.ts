@@ -1,6 +1,7 @@
 import type { GatewayKey, Incoming } from '../../events/incoming.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import type { Gateway } from '../reconcile/schemas.js';
+import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import {
   deploymentOwner,
   gatewaysByDeploymentName,
@@ -49,8 +50,13 @@ export async function keysForApiEvent(api: KubeApi, scope: DispatchScope, incomi
       }
       return inScope(scope, gatewaysByDeploymentName(await gatewaysIn(api, scope, ns), ns, resource.name));
     }
-    case 'GatewayConfiguration':
-      return inScope(scope, gatewaysUsingConfiguration(await gatewaysIn(api, scope, ns), ns, resource.name));
+    case 'GatewayConfiguration': {
+      const own = gatewaysUsingConfiguration(await gatewaysIn(api, scope, ns), ns, resource.name);
+      // A class default reaches Gateways in every namespace: list them only when some class names it.
+      const classes = classesDefaultingTo(await api.listGatewayClasses(), ns, resource.name);
+      const defaulted = classes.length === 0 ? [] : gatewaysDefaultedBy(await gatewaysIn(api, scope), classes);
+      return inScope(scope, [...own, ...defaulted]);
+    }
     case 'GatewayClass':
       return inScope(scope, gatewaysOfClass(await gatewaysIn(api, scope), resource.name));
     case 'L34Route': {

@@ -1,11 +1,13 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   DeploymentSchema,
   GatewayClassSchema,
   GatewayConfigurationSchema,
   GatewaySchema,
   L34RouteSchema,
+  ObjectMetaSchema,
+  type ObjectMeta,
   NamespaceSchema,
   type Deployment,
   type Gateway,
@@ -34,6 +36,9 @@ export const GATEWAY_CONFIGURATIONS: Ref = { group: 'meridio-2.nordix.org', vers
 export const L34ROUTES: Ref = { group: 'meridio-2.nordix.org', version: 'v1alpha1', plural: 'l34routes' };
 export const DEPLOYMENTS: Ref = { group: 'apps', version: 'v1', plural: 'deployments' };
 export const EVENTS: Ref = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
+export const CRDS: Ref = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
+
+const CrdMetadataSchema = z.looseObject({ metadata: ObjectMetaSchema });
 
 /** An object the API server sent that does not have the shape we rely on. */
 export class MalformedObjectError extends Error {
@@ -64,6 +69,10 @@ export interface KubeApi {
   annotateDeployment(namespace: string, name: string, annotations: Record<string, string>): Promise<void>;
   /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
   replaceGatewayStatus(gateway: Gateway): Promise<Gateway>;
+  /** PUT of a GatewayClass's status subresource, with its resourceVersion (409 on a concurrent write). */
+  replaceGatewayClassStatus(gatewayClass: GatewayClass): Promise<unknown>;
+  /** A CustomResourceDefinition's metadata (the Gateway API bundle version is an annotation on it). */
+  getCrdMetadata(name: string): Promise<ObjectMeta | null>;
   createEvent(namespace: string, body: Record<string, unknown>): Promise<unknown>;
   getEvent(namespace: string, name: string): Promise<Record<string, unknown> | null>;
   replaceEvent(namespace: string, name: string, body: Record<string, unknown>): Promise<unknown>;
@@ -126,6 +135,9 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } =
         name: gateway.metadata.name,
         body: gateway,
       })),
+    replaceGatewayClassStatus: (gatewayClass) =>
+      api.replaceClusterCustomObjectStatus({ ...GATEWAY_CLASSES, name: gatewayClass.metadata.name, body: gatewayClass }),
+    getCrdMetadata: async (name) => (await get(CRDS, CrdMetadataSchema, undefined, name))?.metadata ?? null,
     createEvent: (namespace, body) => api.createNamespacedCustomObject({ ...EVENTS, namespace, body }),
     getEvent: async (namespace, name) => {
       try {

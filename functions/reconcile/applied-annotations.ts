@@ -42,7 +42,11 @@ export function currentState(
   templateHash: string,
 ): AppliedState {
   return {
-    configurationName: configuration.metadata.name,
+    // A class's default may live in another namespace: then the name says which.
+    configurationName:
+      configuration.metadata.namespace !== undefined && configuration.metadata.namespace !== gateway.metadata.namespace
+        ? `${configuration.metadata.namespace}/${configuration.metadata.name}`
+        : configuration.metadata.name,
     configurationUid: configuration.metadata.uid ?? '',
     configurationGeneration: configuration.metadata.generation ?? 0,
     gatewayGeneration: gateway.metadata.generation ?? 0,

@@ -1,5 +1,6 @@
 import type { KubeApi } from '../kube/kube-api.js';
 import { deploymentName } from './names.js';
+import { effectiveParametersRef, readableRef } from './parameters-ref.js';
 import type { Observed } from './plan-types.js';
 import type { Settings } from './render-deployment.js';
 import { routeScope } from './route-attachment.js';
@@ -39,5 +40,8 @@ export async function observe(
     scope === 'same' ? Promise.resolve(null) : api.listL34Routes(),
     scope === 'selector' ? api.listNamespaces() : Promise.resolve(null),
   ]);
-  return { ...base, routes: allRoutes ?? namespaceRoutes, namespaces, gateway, gatewayClass, gatewayConfiguration };
+  // No reference of its own: the class's default, which only the class names.
+  const classRef = ref === undefined ? effectiveParametersRef(gateway, gatewayClass) : undefined;
+  const configuration = readableRef(classRef) ? await api.getGatewayConfiguration(classRef.namespace, classRef.name) : gatewayConfiguration;
+  return { ...base, routes: allRoutes ?? namespaceRoutes, namespaces, gateway, gatewayClass, gatewayConfiguration: configuration };
 }

@@ -1,6 +1,7 @@
 // The contract between the pure planner and the I/O layer that observes, writes
 // and reports.
 import type { StatusAddress } from './addresses.js';
+import type { ListenerStatus } from './listener-status.js';
 import type { Settings } from './render-deployment.js';
 import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from './schemas.js';
 
@@ -51,6 +52,8 @@ export type DeploymentAction =
 export interface GatewayStatusPlan {
   conditions: Condition[];
   addresses: StatusAddress[];
+  // Absent: leave status.listeners as stored.
+  listeners?: ListenerStatus[];
 }
 
 export interface PlannedEvent {

@@ -27,6 +27,7 @@ import {
 } from './conditions.js';
 import { admissionChange, admissionExplains } from './admission-record.js';
 import { needsWrite, overlayManaged } from './deployment-diff.js';
+import { listenerStatuses, listenersEqual, storedListeners } from './listener-status.js';
 import type { DeploymentAction, Observed, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
 import {
   controllerOf,
@@ -88,7 +89,7 @@ export function plan(observed: Observed): Plan {
     ours: live !== null && isControlledBy(live, gateway) ? live : null,
   };
 
-  const validation = validateParameters(gateway, observed.gatewayConfiguration, observed.template.deployment);
+  const validation = validateParameters(gateway, observed.gatewayConfiguration, observed.template.deployment, observed.gatewayClass);
   if (!validation.ok) return planInvalid(ctx, validation.message);
   if (ctx.live !== null && ctx.ours === null) return planCollision(ctx, validation.configuration);
   return planAccepted(ctx, validation.configuration);
@@ -430,7 +431,16 @@ function finish(
 ): Plan {
   const conditions = upsertConditions(ctx.stored, specs, ctx.observed.now);
   const storedAddresses = ctx.gateway.status?.addresses ?? [];
+  const listeners = listenerStatuses({
+    gateway: ctx.gateway,
+    routes: ctx.observed.routes,
+    gatewayProgrammed: findCondition(conditions, CONDITION_PROGRAMMED)?.status,
+    namespaces: namespaceLabels(ctx.observed.namespaces),
+    now: ctx.observed.now,
+  });
   const statusChanged =
-    !conditionsEqualIgnoringTime(conditions, ctx.stored) || !addressesEqual(ctx.addresses, storedAddresses);
-  return { deployment, status: { conditions, addresses: ctx.addresses }, statusChanged, events, outcome };
+    !conditionsEqualIgnoringTime(conditions, ctx.stored) ||
+    !addressesEqual(ctx.addresses, storedAddresses) ||
+    !listenersEqual(listeners, storedListeners(ctx.gateway));
+  return { deployment, status: { conditions, addresses: ctx.addresses, listeners }, statusChanged, events, outcome };
 }

@@ -127,7 +127,7 @@ async function attempt(
   const gateway = observed.gateway;
   if (gateway && final.status && final.statusChanged) {
     try {
-      await deps.api.replaceGatewayStatus({ ...gateway, status: { ...gateway.status, conditions: final.status.conditions, addresses: final.status.addresses.map((a) => ({ ...a })) } });
+      await deps.api.replaceGatewayStatus({ ...gateway, status: { ...gateway.status, conditions: final.status.conditions, addresses: final.status.addresses.map((a) => ({ ...a })), ...(final.status.listeners ? { listeners: final.status.listeners } : {}) } });
       result.statusWritten = true;
     } catch (err) {
       const c = classifyError(err);

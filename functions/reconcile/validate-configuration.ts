@@ -10,7 +10,8 @@ import {
   parseNetworksAnnotation,
   type NetworkSelection,
 } from './nad-networks.js';
-import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
+import { effectiveParametersRef, refProblem } from './parameters-ref.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from './schemas.js';
 
 export const PARAMETERS_GROUP = 'meridio-2.nordix.org';
 export const PARAMETERS_KIND = 'GatewayConfiguration';
@@ -22,17 +23,28 @@ const IPV6_LINK_LOCAL = parseCidr('fe80::/10') as Cidr;
 
 export type Validation = { ok: true; configuration: GatewayConfiguration } | { ok: false; message: string };
 
-// The Gateway's reference first, then the object it points at.
+// The Gateway's reference first, then the object it points at. Without a
+// reference of its own, the GatewayClass's is the default (GEP-1867).
 export function validateParameters(
   gateway: Gateway,
   configuration: GatewayConfiguration | null,
   template: Deployment,
+  gatewayClass: GatewayClass | null = null,
 ): Validation {
   const ref = gateway.spec.infrastructure?.parametersRef;
   if (!ref) {
+    const fromClass = effectiveParametersRef(gateway, gatewayClass);
+    if (fromClass) {
+      const problem = refProblem(fromClass);
+      if (problem !== null) return { ok: false, message: problem };
+      const where = `${PARAMETERS_KIND} "${fromClass.namespace ?? ''}/${fromClass.name}" (the default of GatewayClass ${fromClass.className ?? ''})`;
+      if (configuration === null) return { ok: false, message: `${where} not found` };
+      const invalid = validateConfiguration(configuration, template, gateway.metadata.namespace ?? '');
+      return invalid === null ? { ok: true, configuration } : { ok: false, message: `${where}: ${invalid}` };
+    }
     return {
       ok: false,
-      message: `spec.infrastructure.parametersRef is missing: it must reference a ${PARAMETERS_KIND} (group ${PARAMETERS_GROUP})`,
+      message: `spec.infrastructure.parametersRef is missing: it must reference a ${PARAMETERS_KIND} (group ${PARAMETERS_GROUP}), or the GatewayClass must name a default in spec.parametersRef`,
     };
   }
   if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {

@@ -101,14 +101,20 @@ describe('reconcile rules', () => {
       },
     });
     await waitFor('the foreign Deployment to settle', async () => ((await readDeployment(ns(), 'sllbr-gw')).status?.observedGeneration === 1 ? true : undefined));
-    const before = JSON.stringify(await rawDeployment(ns(), 'sllbr-gw'));
+    // The deployment controller keeps updating the status of a Deployment whose
+    // Pods never run: compare what a writer of the object itself would change.
+    const ownParts = async (): Promise<string> => {
+      const d = (await rawDeployment(ns(), 'sllbr-gw')) as unknown as { metadata: Record<string, unknown>; spec: unknown };
+      return JSON.stringify({ generation: d.metadata.generation, labels: d.metadata.labels, annotations: d.metadata.annotations, ownerReferences: d.metadata.ownerReferences, spec: d.spec });
+    };
+    const before = await ownParts();
     await w.setup();
     const res = await reconcile(w.key(), r.deps);
     expect(res).toMatchObject({ outcome: 'collision', deploymentWritten: false, retry: false });
     const gw = await readGateway(ns(), 'gw');
     expect(condition(gw, 'Programmed')).toMatchObject({ status: 'False', reason: 'Invalid' });
     expect(condition(gw, 'Programmed')?.message).toContain('no controller');
-    expect(JSON.stringify(await rawDeployment(ns(), 'sllbr-gw'))).toBe(before);
+    expect(await ownParts()).toBe(before);
     expect((await listEvents(ns())).filter((e) => e.reason === 'NameCollision').length).toBe(1);
     // Again: nothing new.
     const again = await reconcile(w.key(), r.deps);

@@ -65,6 +65,8 @@ const PolicyRuleSchema = z.strictObject({
   apiGroups: z.array(z.string()).min(1),
   resources: z.array(z.string()).min(1),
   verbs: z.array(z.string()).min(1),
+  // Narrows a rule to named objects (the one CRD the controller reads).
+  resourceNames: z.array(z.string()).min(1).optional(),
 });
 const RoleSchema = z.looseObject({ rules: z.array(PolicyRuleSchema).min(1) });
 type PolicyRule = z.infer<typeof PolicyRuleSchema>;

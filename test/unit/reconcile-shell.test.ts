@@ -68,6 +68,10 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
       gw = { ...structuredClone(body), metadata: { ...body.metadata, resourceVersion: String((rv += 1)) } };
       return structuredClone(gw);
     },
+    replaceGatewayClassStatus: async () => {
+      throw new Error('not expected in this scenario');
+    },
+    getCrdMetadata: async () => null,
     createEvent: async () => ({}),
     getEvent: async () => null,
     replaceEvent: async () => ({}),

@@ -1,0 +1,78 @@
+// The imperative shell of the GatewayClass reconcile: observe → plan → apply
+// for exactly one GatewayClass, the same shape as the Gateway's. It writes
+// the status subresource at most once, and only when the plan differs from
+// what is stored.
+import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
+import type { KubeApi } from '../kube/kube-api.js';
+import { classWithParameters, PARAMETERS_GROUP, PARAMETERS_KIND } from '../reconcile/parameters-ref.js';
+import type { Deployment } from '../reconcile/schemas.js';
+import { planClass, type ClassObserved, type ClassOutcome } from './plan.js';
+import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
+
+export interface ClassReconcileDeps {
+  api: KubeApi;
+  controllerName: string;
+  template: Deployment;
+  clock: () => Date;
+}
+
+export interface ClassReconcileResult {
+  name: string;
+  outcome: ClassOutcome | 'error';
+  statusWritten: boolean;
+  /** True when the caller should answer 503 so the event is delivered again. */
+  retry: boolean;
+  attempts: number;
+  error?: ClassifiedError;
+}
+
+const MAX_ATTEMPTS = 5;
+
+function rfc3339(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export async function observeClass(name: string, deps: ClassReconcileDeps): Promise<ClassObserved> {
+  const base = { name, controllerName: deps.controllerName, template: deps.template, now: rfc3339(deps.clock()) };
+  const raw = await deps.api.getGatewayClass(name);
+  const gatewayClass = raw === null ? null : classWithParameters(raw);
+  // Nothing else is worth a read for a class that is not ours.
+  if (gatewayClass === null || gatewayClass.spec.controllerName !== deps.controllerName) {
+    return { ...base, gatewayClass, configuration: null, bundleVersion: undefined };
+  }
+  const ref = gatewayClass.spec.parametersRef;
+  const readable = ref !== undefined && ref.group === PARAMETERS_GROUP && ref.kind === PARAMETERS_KIND && ref.namespace !== undefined && ref.namespace !== '';
+  const [configuration, crd] = await Promise.all([
+    readable ? deps.api.getGatewayConfiguration(ref.namespace as string, ref.name) : Promise.resolve(null),
+    deps.api.getCrdMetadata(GATEWAY_CLASS_CRD),
+  ]);
+  return { ...base, gatewayClass, configuration, bundleVersion: crd?.annotations?.[BUNDLE_VERSION_ANNOTATION] };
+}
+
+export async function reconcileClass(name: string, deps: ClassReconcileDeps): Promise<ClassReconcileResult> {
+  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, retry: false, attempts: 0 };
+  for (;;) {
+    result.attempts++;
+    try {
+      const observed = await observeClass(name, deps);
+      const plan = planClass(observed);
+      result.outcome = plan.outcome;
+      if (plan.status && plan.statusChanged && observed.gatewayClass) {
+        const gc = observed.gatewayClass;
+        await deps.api.replaceGatewayClassStatus({ ...gc, status: { ...gc.status, conditions: plan.status.conditions, supportedFeatures: plan.status.supportedFeatures } });
+        result.statusWritten = true;
+      }
+      return result;
+    } catch (err) {
+      const c = classifyError(err);
+      if (!c) throw err;
+      // Someone wrote in between: observe again, a bounded number of times.
+      if (c.class === 'conflict' && result.attempts < MAX_ATTEMPTS) continue;
+      result.outcome = 'error';
+      result.error = c;
+      // A persistent refusal (e.g. 403, 422) will not heal by redelivery.
+      result.retry = c.class === 'transient' || c.class === 'conflict';
+      return result;
+    }
+  }
+}

@@ -1,0 +1,32 @@
+import type { Incoming } from '../../events/incoming.js';
+import type { KubeApi } from '../kube/kube-api.js';
+import { classesDefaultingTo } from '../dispatch/class-defaults.js';
+import type { ReconcileDeps } from '../reconcile/reconcile.js';
+import { reconcileClass, type ClassReconcileResult } from './reconcile.js';
+
+// Which GatewayClasses an event asks to reconcile, and running those
+// reconciles. A class's status depends on the class itself, on the
+// GatewayConfiguration its parametersRef names, and on the installed CRDs
+// (seen at resync). Classes are few, so they are reconciled in the
+// invocation that received the event, one reconcile per class.
+
+export async function classesForEvent(api: KubeApi, incoming: Incoming, controllerName: string): Promise<string[]> {
+  if (incoming.kind === 'ping') {
+    return (await api.listGatewayClasses()).filter((c) => c.spec.controllerName === controllerName).map((c) => c.metadata.name).sort();
+  }
+  if (incoming.kind !== 'apiserver') return [];
+  if (incoming.resource.kind === 'GatewayClass') return [incoming.resource.name];
+  if (incoming.resource.kind === 'GatewayConfiguration') {
+    return classesDefaultingTo(await api.listGatewayClasses(), incoming.resource.namespace ?? '', incoming.resource.name).sort();
+  }
+  return [];
+}
+
+export async function reconcileClassesFor(incoming: Incoming, deps: { api: KubeApi; reconcile: ReconcileDeps }): Promise<ClassReconcileResult[]> {
+  const r = deps.reconcile;
+  const names = await classesForEvent(deps.api, incoming, r.settings.controllerName);
+  const classDeps = { api: r.api, controllerName: r.settings.controllerName, template: r.template.deployment, clock: r.clock };
+  const results: ClassReconcileResult[] = [];
+  for (const name of names) results.push(await reconcileClass(name, classDeps));
+  return results;
+}

@@ -1,0 +1,79 @@
+// Which GatewayConfiguration a Gateway is rendered from (GEP-1867): its own
+// spec.infrastructure.parametersRef when it has one, else its GatewayClass's
+// spec.parametersRef. A Gateway's reference is local to its namespace; a
+// class is cluster-scoped, so its reference must name the namespace.
+import { z } from 'zod';
+import { GatewayClassSchema, ObjectMetaSchema, ConditionSchema, type Gateway, type GatewayClass } from './schemas.js';
+
+export const PARAMETERS_GROUP = 'meridio-2.nordix.org';
+export const PARAMETERS_KIND = 'GatewayConfiguration';
+
+export const ClassParametersRefSchema = z.looseObject({
+  group: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  namespace: z.string().optional(),
+});
+
+// The GatewayClass fields the class reconcile and the parameters default read.
+export const ClassWithParametersSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+  spec: z.looseObject({
+    controllerName: z.string(),
+    parametersRef: ClassParametersRefSchema.optional(),
+  }),
+  status: z
+    .looseObject({
+      conditions: z.array(ConditionSchema).optional(),
+      supportedFeatures: z.array(z.looseObject({ name: z.string() })).optional(),
+    })
+    .optional(),
+});
+
+export type ClassParametersRef = z.infer<typeof ClassParametersRefSchema>;
+export type ClassWithParameters = z.infer<typeof ClassWithParametersSchema>;
+
+export function classWithParameters(gatewayClass: GatewayClass): ClassWithParameters {
+  // Both schemas are loose over the same object: this re-parse only types
+  // fields that passed through.
+  return ClassWithParametersSchema.parse(GatewayClassSchema.parse(gatewayClass));
+}
+
+export interface EffectiveRef {
+  group: string;
+  kind: string;
+  name: string;
+  /** Where the GatewayConfiguration is looked up; undefined when a class reference lacks it. */
+  namespace: string | undefined;
+  source: 'Gateway' | 'GatewayClass';
+  /** The class's name when source is GatewayClass, for messages. */
+  className?: string;
+}
+
+export function effectiveParametersRef(gateway: Gateway, gatewayClass: GatewayClass | null): EffectiveRef | undefined {
+  const own = gateway.spec.infrastructure?.parametersRef;
+  if (own) return { group: own.group, kind: own.kind, name: own.name, namespace: gateway.metadata.namespace ?? '', source: 'Gateway' };
+  if (gatewayClass === null) return undefined;
+  const ref = classWithParameters(gatewayClass).spec.parametersRef;
+  if (!ref) return undefined;
+  return { group: ref.group, kind: ref.kind, name: ref.name, namespace: ref.namespace, source: 'GatewayClass', className: gatewayClass.metadata.name };
+}
+
+/** A reference worth a read: our group and kind, with a namespace. */
+export function readableRef(ref: EffectiveRef | undefined): ref is EffectiveRef & { namespace: string } {
+  return ref !== undefined && ref.group === PARAMETERS_GROUP && ref.kind === PARAMETERS_KIND && ref.namespace !== undefined && ref.namespace !== '';
+}
+
+/** Why a reference is unusable, or null when it is well-formed (the object may still be missing). */
+export function refProblem(ref: EffectiveRef): string | null {
+  const where = ref.source === 'Gateway' ? 'spec.infrastructure.parametersRef' : `GatewayClass ${ref.className ?? ''} spec.parametersRef`;
+  if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
+    return `${where}: unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${PARAMETERS_GROUP}" kind "${PARAMETERS_KIND}")`;
+  }
+  if (ref.namespace === undefined || ref.namespace === '') {
+    return `${where}: namespace is missing (a ${PARAMETERS_KIND} is namespaced, so a GatewayClass must name its namespace)`;
+  }
+  return null;
+}
