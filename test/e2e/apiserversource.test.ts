@@ -87,13 +87,25 @@ describe('end to end with the real ApiServerSource adapter', () => {
     // The dispatch invocation logs once its fan-out posts are answered.
     const fanned = await waitFor('the dispatch log line', () => fn!.logs.slice(mark).find((l) => l.outcome === 'fanned-out' && typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/shared')));
     expect(fanned.gateways).toBe(3);
-    const after = fn!.logs.slice(mark);
     // One reconcile invocation per Gateway. Another event (a Deployment
     // status change, say) may have applied the edit first; that one then
     // finds the Gateway in sync, which is the point of reading fresh state.
-    const reconciles = after.filter((l) => l.type === 'org.nordix.meridio2.gateway.reconcile' && (l.outcome === 'applied' || l.outcome === 'in-sync'));
-    expect([...new Set(reconciles.map((l) => l.gateway))].sort()).toEqual([`${ns()}/a`, `${ns()}/b`, `${ns()}/c`]);
-    expect([...new Set(after.filter((l) => l.outcome === 'applied').map((l) => l.gateway))].sort()).toEqual([`${ns()}/a`, `${ns()}/b`, `${ns()}/c`]);
+    // An invocation logs after its status and Event writes, so the status
+    // seen above can come before its log line: wait for the lines.
+    const all = [`${ns()}/a`, `${ns()}/b`, `${ns()}/c`];
+    const logged = (): { reconciled: string[]; applied: string[] } => {
+      const after = fn!.logs.slice(mark);
+      const reconciles = after.filter((l) => l.type === 'org.nordix.meridio2.gateway.reconcile' && (l.outcome === 'applied' || l.outcome === 'in-sync'));
+      return {
+        reconciled: [...new Set(reconciles.map((l) => String(l.gateway)))].sort(),
+        applied: [...new Set(after.filter((l) => l.outcome === 'applied').map((l) => String(l.gateway)))].sort(),
+      };
+    };
+    await waitFor('a reconcile invocation and an applied outcome logged for each Gateway', () => {
+      const { reconciled, applied } = logged();
+      return reconciled.length === 3 && applied.length === 3 ? true : undefined;
+    }, { timeoutMs: 30000 });
+    expect(logged()).toEqual({ reconciled: all, applied: all });
   });
 
   it('the seed scenario end to end: a denying policy gives Applied=False, and removing it recovers', async () => {
