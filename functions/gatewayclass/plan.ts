@@ -2,6 +2,7 @@
 // status depends on in, the desired status out. No I/O, no clock (`now` is an
 // input): the same ClassObserved always gives a deep-equal ClassPlan.
 import {
+  conditionAt,
   conditionsEqualIgnoringTime,
   upsertConditions,
   type ConditionSpec,
@@ -53,13 +54,7 @@ export function planClass(observed: ClassObserved): ClassPlan {
   if (gc.spec.controllerName !== observed.controllerName) return { status: null, statusChanged: false, outcome: 'not-ours' };
 
   const generation = gc.metadata.generation ?? 0;
-  const spec = (type: string, status: ConditionStatus, reason: string, message: string): ConditionSpec => ({
-    type,
-    status,
-    reason,
-    message,
-    observedGeneration: generation,
-  });
+  const spec = (type: string, status: ConditionStatus, reason: string, message: string): ConditionSpec => conditionAt(generation, type, status, reason, message);
 
   const problem = parametersProblem(observed);
   const ref = gc.spec.parametersRef;

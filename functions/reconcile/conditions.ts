@@ -1,6 +1,7 @@
 // Gateway conditions: the types this controller owns, and an idempotent upsert
 // in the manner of apimachinery's meta.SetStatusCondition.
 import type { Condition } from './schemas.js';
+import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
 export const CONDITION_ACCEPTED = 'Accepted';
 export const CONDITION_PROGRAMMED = 'Programmed';
@@ -15,6 +16,15 @@ export interface ConditionSpec {
   reason: string;
   message: string;
   observedGeneration: number;
+}
+
+/**
+ * A condition as this controller sets it: observed at `generation`, with the
+ * message cut where it is made, so that comparing it with the stored one
+ * compares like with like (API error texts can be long).
+ */
+export function conditionAt(generation: number, type: string, status: ConditionStatus, reason: string, message: string): ConditionSpec {
+  return { type, status, reason, message: truncateUtf8(message, CONDITION_MESSAGE_MAX_BYTES), observedGeneration: generation };
 }
 
 export function findCondition(conditions: Condition[], type: string): Condition | undefined {

@@ -7,7 +7,7 @@
 // the clock in, the desired list out.
 import { z } from 'zod';
 import { attachedListeners } from './route-attachment.js';
-import { sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
+import { conditionAt, sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
 import { ConditionSchema, type Condition, type Gateway, type L34Route } from './schemas.js';
 
 export const ROUTE_GROUP = 'meridio-2.nordix.org';
@@ -110,13 +110,7 @@ export function listenerStatuses(inputs: ListenerInputs): ListenerStatus[] {
   const conflicted = conflictedNames(listeners);
 
   return listeners.map((listener) => {
-    const spec = (type: string, status: ConditionStatus, reason: string, message: string): ConditionSpec => ({
-      type,
-      status,
-      reason,
-      message,
-      observedGeneration: generation,
-    });
+    const spec = (type: string, status: ConditionStatus, reason: string, message: string): ConditionSpec => conditionAt(generation, type, status, reason, message);
     const supportedProtocol = SUPPORTED_PROTOCOLS.includes(listener.protocol);
     const requested = listener.allowedRoutes?.kinds;
     const supportedKinds: RouteGroupKind[] = !supportedProtocol

@@ -19,6 +19,7 @@ import {
   CONDITION_APPLIED,
   CONDITION_LB_AVAILABLE,
   CONDITION_PROGRAMMED,
+  conditionAt,
   conditionsEqualIgnoringTime,
   findCondition,
   upsertConditions,
@@ -37,7 +38,6 @@ import {
   GATEWAY_KIND,
 } from './render-deployment.js';
 import type { Condition, Deployment, Gateway, GatewayConfiguration } from './schemas.js';
-import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 import { renderedProblem } from './rendered-checks.js';
 import { namespaceLabels } from './route-attachment.js';
 import { validateParameters } from './validate-configuration.js';
@@ -379,10 +379,7 @@ function condition(
   reason: string,
   message: string,
 ): ConditionSpec {
-  // Cut here, where the condition is made, so that comparing it with the
-  // stored one (newVerdict, statusChanged) compares like with like. API error
-  // texts can be long (a webhook's whole response).
-  return { type, status, reason, message: truncateUtf8(message, CONDITION_MESSAGE_MAX_BYTES), observedGeneration: ctx.generation };
+  return conditionAt(ctx.generation, type, status, reason, message);
 }
 
 function describeApplied(state: AppliedState | null, latest: GatewayConfiguration | null): string {

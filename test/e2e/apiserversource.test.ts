@@ -5,11 +5,11 @@ import { HTTP } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
 import { GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo, useNamespace } from '../support/cluster.js';
 import { ADAPTER_SA, adapterIdentity, shippedSourceRole } from '../support/adapter-identity.js';
-import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
+import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
+import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type FunctionProcess } from '../support/processes.js';
 import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
 
@@ -63,13 +63,7 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await fn?.stop();
   });
 
-  const programmedAndApplied = (gw: string, generation?: string) => async (): Promise<true | undefined> => {
-    const g = await readGateway(ns(), gw).catch(() => undefined);
-    if (!g || condition(g, 'Programmed')?.status !== 'True' || condition(g, APPLIED)?.status !== 'True') return undefined;
-    if (generation === undefined) return true;
-    const d = await rawDeployment(ns(), `sllbr-${gw}`);
-    return d.metadata.annotations?.[APPLIED_CONFIGURATION_GENERATION] === generation ? true : undefined;
-  };
+  const programmedAndApplied = (gw: string, generation?: string): (() => Promise<true | undefined>) => programmedAndAppliedIn(ns(), gw, generation);
 
   it('a Gateway and its GatewayConfiguration become Programmed and Applied', async () => {
     await createConfiguration(ns(), 'cfg');

@@ -1,6 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { RECONCILE_TYPE } from '../../events/types.js';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -9,7 +8,8 @@ import { BROKER, installEventWiring, type EventWiring } from '../support/broker-
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { adminConfig, useNamespace } from '../support/cluster.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
-import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
+import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
+import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { guessKindToResource, pluralOf } from '../support/install.js';
 import { freezeDeployments } from '../support/policies.js';
 import { startAdapter, startFunctionOn, writeTokenKubeconfig, type AdapterProcess, type AdapterResource, type FunctionProcess, type LogLine } from '../support/processes.js';
@@ -142,13 +142,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
     return path;
   }
 
-  const programmedAndApplied = (gw: string, generation?: string) => async (): Promise<true | undefined> => {
-    const g = await readGateway(ns(), gw).catch(() => undefined);
-    if (!g || condition(g, 'Programmed')?.status !== 'True' || condition(g, APPLIED)?.status !== 'True') return undefined;
-    if (generation === undefined) return true;
-    const d = await rawDeployment(ns(), `sllbr-${gw}`);
-    return d.metadata.annotations?.[APPLIED_CONFIGURATION_GENERATION] === generation ? true : undefined;
-  };
+  const programmedAndApplied = (gw: string, generation?: string): (() => Promise<true | undefined>) => programmedAndAppliedIn(ns(), gw, generation);
 
   const handled = (l: LogLine): boolean => l.msg === 'event handled';
   const ingressRequests = () => eventing().proxy.requests.filter((r) => r.host.startsWith('broker-ingress.') && r.path === `/${ns()}/${BROKER}`);

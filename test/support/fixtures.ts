@@ -1,5 +1,6 @@
 import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/applied-annotations.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../functions/reconcile/schemas.js';
 import { gatewayBody } from '../../tools/gateway-manifest.js';
 import { adminConfig } from './cluster.js';
@@ -114,3 +115,12 @@ export async function listEvents(namespace: string): Promise<EventSummary[]> {
   const list = (await custom().listNamespacedCustomObject({ group: 'events.k8s.io', version: 'v1', namespace, plural: 'events' })) as { items: EventSummary[] };
   return list.items;
 }
+
+/** Polls until the Gateway is Programmed and Applied (and, when given, its Deployment records that configuration generation). */
+export const programmedAndApplied = (namespace: string, gw: string, generation?: string) => async (): Promise<true | undefined> => {
+  const g = await readGateway(namespace, gw).catch(() => undefined);
+  if (!g || condition(g, 'Programmed')?.status !== 'True' || condition(g, APPLIED)?.status !== 'True') return undefined;
+  if (generation === undefined) return true;
+  const d = await rawDeployment(namespace, `sllbr-${gw}`);
+  return d.metadata.annotations?.[APPLIED_CONFIGURATION_GENERATION] === generation ? true : undefined;
+};
