@@ -1,6 +1,7 @@
 import type { CloudEventV1 } from 'cloudevents';
 import { z } from 'zod';
 import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_TYPE, WATCHED_KINDS, type WatchedKind } from './types.js';
+import { GATEWAY_GROUP, MERIDIO_GROUP } from '../functions/api-names.js';
 
 // Every CloudEvent the function accepts, parsed into one tagged union. Event
 // content is a hint, never the truth (the reconcile reads current state), so
@@ -82,10 +83,10 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
 
 /** The API group each watched kind must come from: another project's "Gateway" is not ours. */
 const KIND_GROUPS: Record<WatchedKind, string> = {
-  Gateway: 'gateway.networking.k8s.io',
-  GatewayClass: 'gateway.networking.k8s.io',
-  GatewayConfiguration: 'meridio-2.nordix.org',
-  L34Route: 'meridio-2.nordix.org',
+  Gateway: GATEWAY_GROUP,
+  GatewayClass: GATEWAY_GROUP,
+  GatewayConfiguration: MERIDIO_GROUP,
+  L34Route: MERIDIO_GROUP,
   Deployment: 'apps',
 };
 

@@ -41,8 +41,7 @@ export const WATCHED_KINDS = ['Gateway', 'GatewayClass', 'GatewayConfiguration',
 export type WatchedKind = (typeof WATCHED_KINDS)[number];
 
 /** Label selecting the LB Deployments the ApiServerSource watches. */
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY_VALUE = 'gateway-controller.meridio-2.nordix.org';
+export { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../functions/api-names.js';
 
 /** HTTP paths of the function. */
 export const PATHS = { events: '/', deadLetter: '/dead-letter', live: '/healthz', ready: '/readyz' } as const;

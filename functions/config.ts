@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_CONTROLLER_NAME } from './api-names.js';
 
 // Configuration comes from the environment only (Knative sets it on the
 // Service), parsed once at start: a bad value stops the process with a message
@@ -8,7 +9,7 @@ import { z } from 'zod';
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 const EnvSchema = z.object({
-  CONTROLLER_NAME: z.string().min(1).default('meridio-2.nordix.org/gateway-controller'),
+  CONTROLLER_NAME: z.string().min(1).default(DEFAULT_CONTROLLER_NAME),
   LB_SERVICE_ACCOUNT: z.string().min(1).default('stateless-load-balancer'),
   TEMPLATE_PATH: z.string().min(1).default('infra/templates/lb-deployment.yaml'),
   /** Comma-separated namespaces to serve; empty means all. */

@@ -7,7 +7,8 @@ import type { Gateway, GatewayClass } from '../reconcile/schemas.js';
 // Pure mapping rules: which Gateways an observed object affects. The I/O
 // wrapper (dispatch.ts) fetches the lists these functions filter.
 
-export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+export { GATEWAY_GROUP } from '../api-names.js';
+import { GATEWAY_CONFIGURATION_KIND, GATEWAY_GROUP, GATEWAY_KIND, MERIDIO_GROUP } from '../api-names.js';
 
 export function keyOf(gw: Gateway): GatewayKey {
   return { namespace: gw.metadata.namespace ?? '', name: gw.metadata.name };
@@ -23,7 +24,7 @@ export function uniqueKeys(keys: GatewayKey[]): GatewayKey[] {
 /** A managed Deployment → its controller owner Gateway; none for a Deployment without one. */
 export function deploymentOwner(object: WatchedObject): GatewayKey | undefined {
   const owner = object.metadata.ownerReferences?.find((o) => o.controller === true);
-  if (!owner || owner.kind !== 'Gateway' || !owner.apiVersion.startsWith(`${GATEWAY_GROUP}/`)) return undefined;
+  if (!owner || owner.kind !== GATEWAY_KIND || !owner.apiVersion.startsWith(`${GATEWAY_GROUP}/`)) return undefined;
   return { namespace: object.metadata.namespace ?? '', name: owner.name };
 }
 
@@ -43,7 +44,7 @@ export function gatewaysUsingConfiguration(gateways: Gateway[], namespace: strin
     .filter((gw) => (gw.metadata.namespace ?? '') === namespace)
     .filter((gw) => {
       const ref = gw.spec.infrastructure?.parametersRef;
-      return ref !== undefined && ref.name === name && ref.kind === 'GatewayConfiguration' && ref.group === 'meridio-2.nordix.org';
+      return ref !== undefined && ref.name === name && ref.kind === GATEWAY_CONFIGURATION_KIND && ref.group === MERIDIO_GROUP;
     })
     .map(keyOf);
 }
@@ -90,7 +91,7 @@ export function routeGateways(route: RouteLike, gateways: Gateway[]): GatewayKey
     if (!p || typeof p !== 'object') continue;
     const ref = p as { name?: unknown; namespace?: unknown; kind?: unknown; group?: unknown };
     if (typeof ref.name !== 'string' || ref.name === '') continue;
-    if (ref.kind !== undefined && ref.kind !== 'Gateway') continue;
+    if (ref.kind !== undefined && ref.kind !== GATEWAY_KIND) continue;
     if (ref.group !== undefined && ref.group !== GATEWAY_GROUP) continue;
     keys.push({ namespace: typeof ref.namespace === 'string' && ref.namespace ? ref.namespace : namespace, name: ref.name });
   }

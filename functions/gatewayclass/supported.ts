@@ -1,4 +1,5 @@
 // What a GatewayClass of ours advertises.
+import { GATEWAY_GROUP } from '../api-names.js';
 
 /**
  * The Gateway API release this controller is built and tested against: the
@@ -9,7 +10,7 @@ export const SUPPORTED_GATEWAY_API = 'v1.6.3';
 
 /** The CRD whose bundle-version annotation says which Gateway API release is installed. */
 export const GATEWAY_CLASS_CRD = 'gatewayclasses.gateway.networking.k8s.io';
-export const BUNDLE_VERSION_ANNOTATION = 'gateway.networking.k8s.io/bundle-version';
+export const BUNDLE_VERSION_ANNOTATION = `${GATEWAY_GROUP}/bundle-version`;
 
 /**
  * Gateway API feature names (sigs.k8s.io/gateway-api pkg/features), sorted as

@@ -18,6 +18,7 @@ import {
 } from '../reconcile/schemas.js';
 import { isNotFound } from './classify-error.js';
 import { pooledConfiguration } from './pooled-client.js';
+import { GATEWAY_GROUP, MERIDIO_GROUP } from '../api-names.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -30,10 +31,10 @@ export interface Ref {
   plural: string;
 }
 
-export const GATEWAYS: Ref = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways' };
-export const GATEWAY_CLASSES: Ref = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gatewayclasses' };
-export const GATEWAY_CONFIGURATIONS: Ref = { group: 'meridio-2.nordix.org', version: 'v1alpha1', plural: 'gatewayconfigurations' };
-export const L34ROUTES: Ref = { group: 'meridio-2.nordix.org', version: 'v1alpha1', plural: 'l34routes' };
+export const GATEWAYS: Ref = { group: GATEWAY_GROUP, version: 'v1', plural: 'gateways' };
+export const GATEWAY_CLASSES: Ref = { group: GATEWAY_GROUP, version: 'v1', plural: 'gatewayclasses' };
+export const GATEWAY_CONFIGURATIONS: Ref = { group: MERIDIO_GROUP, version: 'v1alpha1', plural: 'gatewayconfigurations' };
+export const L34ROUTES: Ref = { group: MERIDIO_GROUP, version: 'v1alpha1', plural: 'l34routes' };
 export const DEPLOYMENTS: Ref = { group: 'apps', version: 'v1', plural: 'deployments' };
 export const EVENTS: Ref = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
 export const CRDS: Ref = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };

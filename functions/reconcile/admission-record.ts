@@ -15,7 +15,9 @@ import { digestOf } from './canonical-json.js';
 import { deepEqual, differingPaths, needsWrite, overlayManaged } from './deployment-diff.js';
 import type { Deployment } from './schemas.js';
 
-export const ADMITTED_SPEC_ANNOTATION = 'meridio-2.nordix.org/admitted-spec';
+import { ADMITTED_SPEC_ANNOTATION } from '../api-names.js';
+
+export { ADMITTED_SPEC_ANNOTATION };
 
 export interface AdmissionRecord {
   intent: string;

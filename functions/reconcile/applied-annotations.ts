@@ -5,11 +5,15 @@
 import { z } from 'zod';
 import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
 
-export const APPLIED_CONFIGURATION_NAME = 'meridio-2.nordix.org/applied-gatewayconfiguration-name';
-export const APPLIED_CONFIGURATION_UID = 'meridio-2.nordix.org/applied-gatewayconfiguration-uid';
-export const APPLIED_CONFIGURATION_GENERATION = 'meridio-2.nordix.org/applied-gatewayconfiguration-generation';
-export const APPLIED_GATEWAY_GENERATION = 'meridio-2.nordix.org/applied-gateway-generation';
-export const TEMPLATE_HASH = 'meridio-2.nordix.org/template-hash';
+import {
+  APPLIED_CONFIGURATION_GENERATION,
+  APPLIED_CONFIGURATION_NAME,
+  APPLIED_CONFIGURATION_UID,
+  APPLIED_GATEWAY_GENERATION,
+  TEMPLATE_HASH,
+} from '../api-names.js';
+
+export { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH };
 
 const Generation = z
   .string()

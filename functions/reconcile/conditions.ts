@@ -3,10 +3,7 @@
 import type { Condition } from './schemas.js';
 import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
-export const CONDITION_ACCEPTED = 'Accepted';
-export const CONDITION_PROGRAMMED = 'Programmed';
-export const CONDITION_APPLIED = 'meridio-2.nordix.org/GatewayConfigurationApplied';
-export const CONDITION_LB_AVAILABLE = 'meridio-2.nordix.org/LoadBalancerAvailable';
+export { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../api-names.js';
 
 export type ConditionStatus = Condition['status'];
 

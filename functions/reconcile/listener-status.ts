@@ -10,8 +10,9 @@ import { attachedListeners } from './route-attachment.js';
 import { conditionAt, sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
 import { ConditionSchema, type Condition, type Gateway, type L34Route } from './schemas.js';
 
-export const ROUTE_GROUP = 'meridio-2.nordix.org';
-export const ROUTE_KIND = 'L34Route';
+import { GATEWAY_GROUP, L34ROUTE_KIND as ROUTE_KIND, MERIDIO_GROUP as ROUTE_GROUP } from '../api-names.js';
+
+export { ROUTE_GROUP, ROUTE_KIND };
 export const SUPPORTED_PROTOCOLS: readonly string[] = ['TCP', 'UDP'];
 
 export const LISTENER_ACCEPTED = 'Accepted';
@@ -76,7 +77,7 @@ export function attachedRoutes(gateway: Gateway, listener: string, routes: L34Ro
 }
 
 function isRouteKind(k: { group?: string | undefined; kind: string }): boolean {
-  return (k.group ?? 'gateway.networking.k8s.io') === ROUTE_GROUP && k.kind === ROUTE_KIND;
+  return (k.group ?? GATEWAY_GROUP) === ROUTE_GROUP && k.kind === ROUTE_KIND;
 }
 
 // Listeners of one transport that share a port cannot be told apart at L3/L4
@@ -120,7 +121,7 @@ export function listenerStatuses(inputs: ListenerInputs): ListenerStatus[] {
         : requested.some(isRouteKind)
           ? [{ group: ROUTE_GROUP, kind: ROUTE_KIND }]
           : [];
-    const invalidKinds = (requested ?? []).filter((k) => !isRouteKind(k)).map((k) => `${k.group ?? 'gateway.networking.k8s.io'}/${k.kind}`);
+    const invalidKinds = (requested ?? []).filter((k) => !isRouteKind(k)).map((k) => `${k.group ?? GATEWAY_GROUP}/${k.kind}`);
     const isConflicted = conflicted.has(listener.name);
 
     const accepted = supportedProtocol

@@ -4,7 +4,9 @@
 import { z } from 'zod';
 import type { NetworkAttachment } from './schemas.js';
 
-export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
+import { NETWORKS_ANNOTATION } from '../api-names.js';
+
+export { NETWORKS_ANNOTATION };
 
 const NetworkSelectionSchema = z.looseObject({
   name: z.string().min(1),

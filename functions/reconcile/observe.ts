@@ -6,8 +6,9 @@ import type { Settings } from './render-deployment.js';
 import { routeScope } from './route-attachment.js';
 import type { Template } from './template.js';
 
-export const GATEWAY_CONFIGURATION_GROUP = 'meridio-2.nordix.org';
-export const GATEWAY_CONFIGURATION_KIND = 'GatewayConfiguration';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP as GATEWAY_CONFIGURATION_GROUP } from '../api-names.js';
+
+export { GATEWAY_CONFIGURATION_GROUP, GATEWAY_CONFIGURATION_KIND };
 
 /**
  * Reads the current state of one Gateway and everything its plan depends on.

@@ -5,8 +5,9 @@
 import { z } from 'zod';
 import { GatewayClassSchema, ObjectMetaSchema, ConditionSchema, type Gateway, type GatewayClass } from './schemas.js';
 
-export const PARAMETERS_GROUP = 'meridio-2.nordix.org';
-export const PARAMETERS_KIND = 'GatewayConfiguration';
+import { GATEWAY_CONFIGURATION_KIND as PARAMETERS_KIND, MERIDIO_GROUP as PARAMETERS_GROUP } from '../api-names.js';
+
+export { PARAMETERS_GROUP, PARAMETERS_KIND };
 
 export const ClassParametersRefSchema = z.looseObject({
   group: z.string(),

@@ -5,6 +5,7 @@ import { boundedName } from './names.js';
 import type { PlannedEvent } from './plan-types.js';
 import type { Gateway } from './schemas.js';
 import { EVENT_NOTE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
+import { GATEWAY_API_VERSION, GATEWAY_KIND } from '../api-names.js';
 
 export interface EventContext {
   controllerName: string;
@@ -48,7 +49,7 @@ export async function recordEvent(api: KubeApi, gateway: Gateway, ev: PlannedEve
     reason: ev.reason,
     note: truncateUtf8(ev.note, EVENT_NOTE_MAX_BYTES),
     type: ev.type,
-    regarding: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gateway.metadata.name, namespace, uid: gateway.metadata.uid },
+    regarding: { apiVersion: GATEWAY_API_VERSION, kind: GATEWAY_KIND, name: gateway.metadata.name, namespace, uid: gateway.metadata.uid },
   };
   try {
     await api.createEvent(namespace, body);

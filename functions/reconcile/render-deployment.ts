@@ -28,15 +28,20 @@ export const ROUTER_CONTAINER = 'router';
 export const GATEWAY_NAME_ENV = 'MERIDIO_GATEWAY_NAME';
 export { DEPLOYMENT_PREFIX, deploymentName } from './names.js';
 import { deploymentName, gatewayNameLabel } from './names.js';
-export const LABEL_APP = 'app';
-export const LABEL_GATEWAY_NAME = 'gateway.networking.k8s.io/gateway-name';
-// The ApiServerSource selects LB Deployments by this label (events/types.ts).
-export { MANAGED_BY_LABEL as LABEL_MANAGED_BY, MANAGED_BY_VALUE as MANAGED_BY } from '../../events/types.js';
-import { MANAGED_BY_LABEL as LABEL_MANAGED_BY, MANAGED_BY_VALUE as MANAGED_BY } from '../../events/types.js';
-export const READINESS_GATE_IPV4 = 'meridio-2.nordix.org/ipv4-connectivity';
-export const READINESS_GATE_IPV6 = 'meridio-2.nordix.org/ipv6-connectivity';
-export const GATEWAY_API_VERSION = 'gateway.networking.k8s.io/v1';
-export const GATEWAY_KIND = 'Gateway';
+// The ApiServerSource selects LB Deployments by the managed-by label (events/types.ts).
+import {
+  GATEWAY_API_VERSION,
+  GATEWAY_GROUP,
+  GATEWAY_KIND,
+  LABEL_APP,
+  LABEL_GATEWAY_NAME,
+  LABEL_MANAGED_BY,
+  MANAGED_BY_VALUE as MANAGED_BY,
+  READINESS_GATE_IPV4,
+  READINESS_GATE_IPV6,
+} from '../api-names.js';
+
+export { GATEWAY_API_VERSION, GATEWAY_KIND, LABEL_APP, LABEL_GATEWAY_NAME, LABEL_MANAGED_BY, MANAGED_BY, READINESS_GATE_IPV4, READINESS_GATE_IPV6 };
 
 export interface Settings {
   controllerName: string;
@@ -76,7 +81,7 @@ export function isControlledBy(deployment: Deployment, gateway: Gateway): boolea
   return (
     controller !== undefined &&
     controller.kind === GATEWAY_KIND &&
-    controller.apiVersion.startsWith('gateway.networking.k8s.io/') &&
+    controller.apiVersion.startsWith(`${GATEWAY_GROUP}/`) &&
     controller.uid === gateway.metadata.uid
   );
 }

@@ -6,9 +6,9 @@
 import { selectorMatches } from './label-selector.js';
 import type { Gateway, L34Route, Listener, Namespace } from './schemas.js';
 
-export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
-export const ROUTE_GROUP = 'meridio-2.nordix.org';
-export const ROUTE_KIND = 'L34Route';
+import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND as ROUTE_KIND, MERIDIO_GROUP as ROUTE_GROUP } from '../api-names.js';
+
+export { GATEWAY_GROUP, ROUTE_GROUP, ROUTE_KIND };
 
 /** How far a Gateway's listeners reach: what observe must read to decide. */
 export type RouteScope = 'same' | 'all' | 'selector';
@@ -32,7 +32,7 @@ export function parentRefNames(route: L34Route, gateway: Gateway): { sectionName
   if (ref === undefined) return null;
   const names =
     (ref.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
-    (ref.kind ?? 'Gateway') === 'Gateway' &&
+    (ref.kind ?? GATEWAY_KIND) === GATEWAY_KIND &&
     (ref.namespace || route.metadata.namespace) === gateway.metadata.namespace &&
     ref.name === gateway.metadata.name;
   return names ? { sectionName: ref.sectionName || undefined } : null;

@@ -13,8 +13,8 @@ import {
 import { effectiveParametersRef, refProblem } from './parameters-ref.js';
 import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from './schemas.js';
 
-export const PARAMETERS_GROUP = 'meridio-2.nordix.org';
-export const PARAMETERS_KIND = 'GatewayConfiguration';
+export { PARAMETERS_GROUP, PARAMETERS_KIND } from './parameters-ref.js';
+import { PARAMETERS_GROUP, PARAMETERS_KIND } from './parameters-ref.js';
 export const ATTACHMENT_TYPE_NAD = 'NAD';
 export const MAX_NETWORK_ATTACHMENTS = 10;
 export const MAX_INTERNAL_SUBNETS = 2;
