@@ -23,46 +23,34 @@ export async function mutateDeployments(admin: KubeConfig, namespace: string): P
   const api = admin.makeApiClient(CustomObjectsApi);
   const mirror = `mirror-${namespace}`;
   const inject = `inject-${namespace}`;
-  await api.createClusterCustomObject({
-    ...MAP,
-    body: {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'MutatingAdmissionPolicy',
-      metadata: { name: mirror },
-      spec: {
-        matchConstraints: deploymentRules,
-        failurePolicy: 'Fail',
-        reinvocationPolicy: 'Never',
-        mutations: [{
-          patchType: 'JSONPatch',
-          jsonPatch: {
-            // Only images not yet mirrored, so the policy is idempotent.
-            expression: `[0, 1, 2, 3, 4, 5, 6, 7].filter(i, i < size(object.spec.template.spec.containers) && !object.spec.template.spec.containers[i].image.startsWith('${MIRROR}'))
-                .map(i, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/' + string(i) + '/image', value: '${MIRROR}' + object.spec.template.spec.containers[i].image})`,
-          },
-        }],
+  // One policy per mutation, each bound to the namespace below.
+  const policies: Array<[string, Record<string, unknown>]> = [
+    [mirror, {
+      patchType: 'JSONPatch',
+      jsonPatch: {
+        // Only images not yet mirrored, so the policy is idempotent.
+        expression: `[0, 1, 2, 3, 4, 5, 6, 7].filter(i, i < size(object.spec.template.spec.containers) && !object.spec.template.spec.containers[i].image.startsWith('${MIRROR}'))
+            .map(i, JSONPatch{op: 'replace', path: '/spec/template/spec/containers/' + string(i) + '/image', value: '${MIRROR}' + object.spec.template.spec.containers[i].image})`,
       },
-    },
-  });
-  await api.createClusterCustomObject({
-    ...MAP,
-    body: {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'MutatingAdmissionPolicy',
-      metadata: { name: inject },
-      spec: {
-        matchConstraints: deploymentRules,
-        failurePolicy: 'Fail',
-        reinvocationPolicy: 'Never',
-        mutations: [{
-          patchType: 'ApplyConfiguration',
-          applyConfiguration: {
-            expression: `Object{spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{annotations: {'${INJECTED_ANNOTATION}': 'true'}}}}}`,
-          },
-        }],
+    }],
+    [inject, {
+      patchType: 'ApplyConfiguration',
+      applyConfiguration: {
+        expression: `Object{spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{annotations: {'${INJECTED_ANNOTATION}': 'true'}}}}}`,
       },
-    },
-  });
+    }],
+  ];
+  for (const [name, mutation] of policies) {
+    await api.createClusterCustomObject({
+      ...MAP,
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingAdmissionPolicy',
+        metadata: { name },
+        spec: { matchConstraints: deploymentRules, failurePolicy: 'Fail', reinvocationPolicy: 'Never', mutations: [mutation] },
+      },
+    });
+  }
   for (const policyName of [mirror, inject]) {
     await api.createClusterCustomObject({
       ...BINDING,

@@ -1,5 +1,5 @@
 import type { GatewayKey } from '../../events/incoming.js';
-import { classWithParameters, PARAMETERS_GROUP, PARAMETERS_KIND } from '../reconcile/parameters-ref.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { Gateway, GatewayClass } from '../reconcile/schemas.js';
 import { keyOf } from './gateway-keys.js';
 
@@ -10,10 +10,9 @@ import { keyOf } from './gateway-keys.js';
 /** Names of the classes whose default is the GatewayConfiguration namespace/name. */
 export function classesDefaultingTo(classes: GatewayClass[], namespace: string, name: string): string[] {
   return classes
-    .map(classWithParameters)
     .filter((gc) => {
       const ref = gc.spec.parametersRef;
-      return ref !== undefined && ref.group === PARAMETERS_GROUP && ref.kind === PARAMETERS_KIND && ref.namespace === namespace && ref.name === name;
+      return ref !== undefined && ref.group === MERIDIO_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND && ref.namespace === namespace && ref.name === name;
     })
     .map((gc) => gc.metadata.name);
 }

@@ -8,8 +8,8 @@ import {
   type ConditionSpec,
   type ConditionStatus,
 } from '../reconcile/conditions.js';
-import { PARAMETERS_GROUP, PARAMETERS_KIND, type ClassWithParameters } from '../reconcile/parameters-ref.js';
-import type { Condition, Deployment, GatewayConfiguration } from '../reconcile/schemas.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
+import type { Condition, Deployment, GatewayClass, GatewayConfiguration } from '../reconcile/schemas.js';
 import { validateConfiguration } from '../reconcile/validate-configuration.js';
 import { minorOf, SUPPORTED_FEATURES, SUPPORTED_GATEWAY_API, BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 
@@ -19,7 +19,7 @@ export const CLASS_SUPPORTED_VERSION = 'SupportedVersion';
 export interface ClassObserved {
   name: string;
   /** null: deleted. */
-  gatewayClass: ClassWithParameters | null;
+  gatewayClass: GatewayClass | null;
   /** The object spec.parametersRef names, when the reference is well-formed. */
   configuration: GatewayConfiguration | null;
   /** The bundle-version annotation of the GatewayClass CRD; undefined when absent or unreadable. */
@@ -66,7 +66,7 @@ export function planClass(observed: ClassObserved): ClassPlan {
           'True',
           'Accepted',
           ref
-            ? `${acceptedClassMessage(observed.controllerName)}; Gateways without their own parametersRef use ${PARAMETERS_KIND} ${ref.namespace ?? ''}/${ref.name}`
+            ? `${acceptedClassMessage(observed.controllerName)}; Gateways without their own parametersRef use ${GATEWAY_CONFIGURATION_KIND} ${ref.namespace ?? ''}/${ref.name}`
             : acceptedClassMessage(observed.controllerName),
         );
   const supportedVersion = versionCondition(observed.bundleVersion, spec);
@@ -85,13 +85,13 @@ export function planClass(observed: ClassObserved): ClassPlan {
 function parametersProblem(observed: ClassObserved): string | null {
   const ref = observed.gatewayClass?.spec.parametersRef;
   if (!ref) return null;
-  if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
-    return `unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${PARAMETERS_GROUP}" kind "${PARAMETERS_KIND}")`;
+  if (ref.group !== MERIDIO_GROUP || ref.kind !== GATEWAY_CONFIGURATION_KIND) {
+    return `unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${MERIDIO_GROUP}" kind "${GATEWAY_CONFIGURATION_KIND}")`;
   }
   if (ref.namespace === undefined || ref.namespace === '') {
-    return `parametersRef.namespace is missing: a ${PARAMETERS_KIND} is namespaced, so the GatewayClass must name its namespace`;
+    return `parametersRef.namespace is missing: a ${GATEWAY_CONFIGURATION_KIND} is namespaced, so the GatewayClass must name its namespace`;
   }
-  const where = `${PARAMETERS_KIND} "${ref.namespace}/${ref.name}"`;
+  const where = `${GATEWAY_CONFIGURATION_KIND} "${ref.namespace}/${ref.name}"`;
   if (observed.configuration === null) return `${where} not found`;
   const invalid = validateConfiguration(observed.configuration, observed.template, ref.namespace);
   return invalid === null ? null : `${where}: ${invalid}`;

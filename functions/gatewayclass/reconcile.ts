@@ -4,7 +4,7 @@
 // what is stored.
 import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import { classWithParameters, PARAMETERS_GROUP, PARAMETERS_KIND } from '../reconcile/parameters-ref.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { Deployment } from '../reconcile/schemas.js';
 import { planClass, type ClassObserved, type ClassOutcome } from './plan.js';
 import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
@@ -34,14 +34,13 @@ function rfc3339(d: Date): string {
 
 export async function observeClass(name: string, deps: ClassReconcileDeps): Promise<ClassObserved> {
   const base = { name, controllerName: deps.controllerName, template: deps.template, now: rfc3339(deps.clock()) };
-  const raw = await deps.api.getGatewayClass(name);
-  const gatewayClass = raw === null ? null : classWithParameters(raw);
+  const gatewayClass = await deps.api.getGatewayClass(name);
   // Nothing else is worth a read for a class that is not ours.
   if (gatewayClass === null || gatewayClass.spec.controllerName !== deps.controllerName) {
     return { ...base, gatewayClass, configuration: null, bundleVersion: undefined };
   }
   const ref = gatewayClass.spec.parametersRef;
-  const readable = ref !== undefined && ref.group === PARAMETERS_GROUP && ref.kind === PARAMETERS_KIND && ref.namespace !== undefined && ref.namespace !== '';
+  const readable = ref !== undefined && ref.group === MERIDIO_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND && ref.namespace !== undefined && ref.namespace !== '';
   const [configuration, crd] = await Promise.all([
     readable ? deps.api.getGatewayConfiguration(ref.namespace as string, ref.name) : Promise.resolve(null),
     deps.api.getCrdMetadata(GATEWAY_CLASS_CRD),

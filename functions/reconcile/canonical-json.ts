@@ -10,7 +10,12 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The first `length` hex digits of SHA-256 over `text`. */
+export function sha256Hex(text: string, length: number): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, length);
+}
+
 /** 16 hex digits of SHA-256 over the canonical JSON: enough to tell versions of one object apart. */
 export function digestOf(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 16);
+  return sha256Hex(canonicalJson(value), 16);
 }

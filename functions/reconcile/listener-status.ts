@@ -6,13 +6,10 @@
 // Gateway, the namespace's routes, the Gateway's own Programmed verdict and
 // the clock in, the desired list out.
 import { z } from 'zod';
-import { attachedListeners } from './route-attachment.js';
+import { GATEWAY_GROUP, L34ROUTE_KIND, MERIDIO_GROUP } from '../api-names.js';
+import { attachedListeners, isL34RouteKind } from './route-attachment.js';
 import { conditionAt, sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
-import { ConditionSchema, type Condition, type Gateway, type L34Route } from './schemas.js';
-
-import { GATEWAY_GROUP, L34ROUTE_KIND as ROUTE_KIND, MERIDIO_GROUP as ROUTE_GROUP } from '../api-names.js';
-
-export { ROUTE_GROUP, ROUTE_KIND };
+import { ConditionSchema, type Condition, type Gateway, type L34Route, type Listener } from './schemas.js';
 export const SUPPORTED_PROTOCOLS: readonly string[] = ['TCP', 'UDP'];
 
 export const LISTENER_ACCEPTED = 'Accepted';
@@ -20,17 +17,9 @@ export const LISTENER_PROGRAMMED = 'Programmed';
 export const LISTENER_RESOLVED_REFS = 'ResolvedRefs';
 export const LISTENER_CONFLICTED = 'Conflicted';
 
-// The listener fields read here. The Gateway schema passes spec.listeners and
-// status.listeners through untyped, so they are parsed where they are used.
+// The stored listener status is read back to keep lastTransitionTime; the
+// Gateway schema passes status.listeners through untyped.
 const RouteGroupKindSchema = z.looseObject({ group: z.string().optional(), kind: z.string() });
-
-const ListenerSchema = z.looseObject({
-  name: z.string(),
-  port: z.number().int(),
-  protocol: z.string(),
-  hostname: z.string().optional(),
-  allowedRoutes: z.looseObject({ kinds: z.array(RouteGroupKindSchema).optional() }).optional(),
-});
 
 const ListenerStatusSchema = z.looseObject({
   name: z.string(),
@@ -39,10 +28,7 @@ const ListenerStatusSchema = z.looseObject({
   conditions: z.array(ConditionSchema).default([]),
 });
 
-const ListenersSchema = z.array(ListenerSchema).catch([]);
 const ListenerStatusesSchema = z.array(ListenerStatusSchema).catch([]);
-
-export type Listener = z.infer<typeof ListenerSchema>;
 
 export interface RouteGroupKind {
   group: string;
@@ -54,10 +40,6 @@ export interface ListenerStatus {
   supportedKinds: RouteGroupKind[];
   attachedRoutes: number;
   conditions: Condition[];
-}
-
-export function specListeners(gateway: Gateway): Listener[] {
-  return ListenersSchema.parse((gateway.spec as Record<string, unknown>).listeners ?? []);
 }
 
 export function storedListeners(gateway: Gateway): ListenerStatus[] {
@@ -76,16 +58,12 @@ export function attachedRoutes(gateway: Gateway, listener: string, routes: L34Ro
   return routes.filter((r) => attachedListeners(r, gateway, namespaces).some((l) => l.name === listener)).length;
 }
 
-function isRouteKind(k: { group?: string | undefined; kind: string }): boolean {
-  return (k.group ?? GATEWAY_GROUP) === ROUTE_GROUP && k.kind === ROUTE_KIND;
-}
-
 // Listeners of one transport that share a port cannot be told apart at L3/L4
 // (a hostname means nothing there), so each of them is conflicted.
 function conflictedNames(listeners: Listener[]): Set<string> {
   const byPort = new Map<string, string[]>();
   for (const l of listeners) {
-    if (!SUPPORTED_PROTOCOLS.includes(l.protocol)) continue;
+    if (!SUPPORTED_PROTOCOLS.includes(l.protocol ?? '')) continue;
     const key = `${l.protocol}/${l.port}`;
     byPort.set(key, [...(byPort.get(key) ?? []), l.name]);
   }
@@ -106,29 +84,29 @@ export function listenerStatuses(inputs: ListenerInputs): ListenerStatus[] {
   const { gateway, routes, gatewayProgrammed, now } = inputs;
   const namespaces = inputs.namespaces ?? new Map<string, Record<string, string>>();
   const generation = gateway.metadata.generation ?? 0;
-  const listeners = specListeners(gateway);
+  const listeners = gateway.spec.listeners;
   const stored = new Map(storedListeners(gateway).map((l) => [l.name, l]));
   const conflicted = conflictedNames(listeners);
 
   return listeners.map((listener) => {
     const spec = (type: string, status: ConditionStatus, reason: string, message: string): ConditionSpec => conditionAt(generation, type, status, reason, message);
-    const supportedProtocol = SUPPORTED_PROTOCOLS.includes(listener.protocol);
+    const supportedProtocol = SUPPORTED_PROTOCOLS.includes(listener.protocol ?? '');
     const requested = listener.allowedRoutes?.kinds;
     const supportedKinds: RouteGroupKind[] = !supportedProtocol
       ? []
       : requested === undefined || requested.length === 0
-        ? [{ group: ROUTE_GROUP, kind: ROUTE_KIND }]
-        : requested.some(isRouteKind)
-          ? [{ group: ROUTE_GROUP, kind: ROUTE_KIND }]
+        ? [{ group: MERIDIO_GROUP, kind: L34ROUTE_KIND }]
+        : requested.some(isL34RouteKind)
+          ? [{ group: MERIDIO_GROUP, kind: L34ROUTE_KIND }]
           : [];
-    const invalidKinds = (requested ?? []).filter((k) => !isRouteKind(k)).map((k) => `${k.group ?? GATEWAY_GROUP}/${k.kind}`);
+    const invalidKinds = (requested ?? []).filter((k) => !isL34RouteKind(k)).map((k) => `${k.group ?? GATEWAY_GROUP}/${k.kind}`);
     const isConflicted = conflicted.has(listener.name);
 
     const accepted = supportedProtocol
       ? spec(LISTENER_ACCEPTED, 'True', 'Accepted', `Listener accepted: ${listener.protocol} port ${listener.port}`)
       : spec(LISTENER_ACCEPTED, 'False', 'UnsupportedProtocol', `Protocol ${listener.protocol} is not supported: only ${SUPPORTED_PROTOCOLS.join(' and ')} listeners carry L34Routes`);
     const resolvedRefs = invalidKinds.length > 0
-      ? spec(LISTENER_RESOLVED_REFS, 'False', 'InvalidRouteKinds', `Route kinds not supported: ${invalidKinds.join(', ')} (only ${ROUTE_GROUP}/${ROUTE_KIND})`)
+      ? spec(LISTENER_RESOLVED_REFS, 'False', 'InvalidRouteKinds', `Route kinds not supported: ${invalidKinds.join(', ')} (only ${MERIDIO_GROUP}/${L34ROUTE_KIND})`)
       : spec(LISTENER_RESOLVED_REFS, 'True', 'ResolvedRefs', 'All references resolved');
     const conflictedCondition = isConflicted
       ? spec(LISTENER_CONFLICTED, 'True', 'ProtocolConflict', `Another ${listener.protocol} listener uses port ${listener.port}`)

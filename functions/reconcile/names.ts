@@ -4,7 +4,7 @@
 // is used unchanged; a longer one is cut and given a stable hash of the whole
 // name, so the same Gateway always maps to the same value and two long names
 // that share a prefix do not collide.
-import { createHash } from 'node:crypto';
+import { sha256Hex } from './canonical-json.js';
 
 export const LABEL_VALUE_MAX = 63;
 export const DEPLOYMENT_PREFIX = 'sllbr-';
@@ -12,7 +12,7 @@ const HASH_LENGTH = 8;
 
 export function boundedName(value: string, max: number): string {
   if (value.length <= max) return value;
-  const hash = createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
+  const hash = sha256Hex(value, HASH_LENGTH);
   // The cut must still end in an alphanumeric character before the "-".
   const head = value.slice(0, max - HASH_LENGTH - 1).replace(/[^a-zA-Z0-9]+$/, '');
   return `${head}-${hash}`;

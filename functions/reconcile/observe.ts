@@ -1,3 +1,4 @@
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { deploymentName } from './names.js';
 import { effectiveParametersRef, readableRef } from './parameters-ref.js';
@@ -5,10 +6,6 @@ import type { Observed } from './plan-types.js';
 import type { Settings } from './render-deployment.js';
 import { routeScope } from './route-attachment.js';
 import type { Template } from './template.js';
-
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP as GATEWAY_CONFIGURATION_GROUP } from '../api-names.js';
-
-export { GATEWAY_CONFIGURATION_GROUP, GATEWAY_CONFIGURATION_KIND };
 
 /**
  * Reads the current state of one Gateway and everything its plan depends on.
@@ -33,7 +30,7 @@ export async function observe(
   const ref = gateway.spec.infrastructure?.parametersRef;
   // A wrong group or kind is the planner's to report; only a well-formed
   // reference is worth a read.
-  const wantsConfiguration = ref !== undefined && ref.group === GATEWAY_CONFIGURATION_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND;
+  const wantsConfiguration = ref !== undefined && ref.group === MERIDIO_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND;
   const scope = routeScope(gateway);
   const [gatewayClass, gatewayConfiguration, allRoutes, namespaces] = await Promise.all([
     api.getGatewayClass(gateway.spec.gatewayClassName),

@@ -2,45 +2,8 @@
 // spec.infrastructure.parametersRef when it has one, else its GatewayClass's
 // spec.parametersRef. A Gateway's reference is local to its namespace; a
 // class is cluster-scoped, so its reference must name the namespace.
-import { z } from 'zod';
-import { GatewayClassSchema, ObjectMetaSchema, ConditionSchema, type Gateway, type GatewayClass } from './schemas.js';
-
-import { GATEWAY_CONFIGURATION_KIND as PARAMETERS_KIND, MERIDIO_GROUP as PARAMETERS_GROUP } from '../api-names.js';
-
-export { PARAMETERS_GROUP, PARAMETERS_KIND };
-
-export const ClassParametersRefSchema = z.looseObject({
-  group: z.string(),
-  kind: z.string(),
-  name: z.string(),
-  namespace: z.string().optional(),
-});
-
-// The GatewayClass fields the class reconcile and the parameters default read.
-export const ClassWithParametersSchema = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
-  metadata: ObjectMetaSchema,
-  spec: z.looseObject({
-    controllerName: z.string(),
-    parametersRef: ClassParametersRefSchema.optional(),
-  }),
-  status: z
-    .looseObject({
-      conditions: z.array(ConditionSchema).optional(),
-      supportedFeatures: z.array(z.looseObject({ name: z.string() })).optional(),
-    })
-    .optional(),
-});
-
-export type ClassParametersRef = z.infer<typeof ClassParametersRefSchema>;
-export type ClassWithParameters = z.infer<typeof ClassWithParametersSchema>;
-
-export function classWithParameters(gatewayClass: GatewayClass): ClassWithParameters {
-  // Both schemas are loose over the same object: this re-parse only types
-  // fields that passed through.
-  return ClassWithParametersSchema.parse(GatewayClassSchema.parse(gatewayClass));
-}
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
+import type { Gateway, GatewayClass } from './schemas.js';
 
 export interface EffectiveRef {
   group: string;
@@ -57,24 +20,24 @@ export function effectiveParametersRef(gateway: Gateway, gatewayClass: GatewayCl
   const own = gateway.spec.infrastructure?.parametersRef;
   if (own) return { group: own.group, kind: own.kind, name: own.name, namespace: gateway.metadata.namespace ?? '', source: 'Gateway' };
   if (gatewayClass === null) return undefined;
-  const ref = classWithParameters(gatewayClass).spec.parametersRef;
+  const ref = gatewayClass.spec.parametersRef;
   if (!ref) return undefined;
   return { group: ref.group, kind: ref.kind, name: ref.name, namespace: ref.namespace, source: 'GatewayClass', className: gatewayClass.metadata.name };
 }
 
 /** A reference worth a read: our group and kind, with a namespace. */
 export function readableRef(ref: EffectiveRef | undefined): ref is EffectiveRef & { namespace: string } {
-  return ref !== undefined && ref.group === PARAMETERS_GROUP && ref.kind === PARAMETERS_KIND && ref.namespace !== undefined && ref.namespace !== '';
+  return ref !== undefined && ref.group === MERIDIO_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND && ref.namespace !== undefined && ref.namespace !== '';
 }
 
 /** Why a reference is unusable, or null when it is well-formed (the object may still be missing). */
 export function refProblem(ref: EffectiveRef): string | null {
   const where = ref.source === 'Gateway' ? 'spec.infrastructure.parametersRef' : `GatewayClass ${ref.className ?? ''} spec.parametersRef`;
-  if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
-    return `${where}: unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${PARAMETERS_GROUP}" kind "${PARAMETERS_KIND}")`;
+  if (ref.group !== MERIDIO_GROUP || ref.kind !== GATEWAY_CONFIGURATION_KIND) {
+    return `${where}: unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${MERIDIO_GROUP}" kind "${GATEWAY_CONFIGURATION_KIND}")`;
   }
   if (ref.namespace === undefined || ref.namespace === '') {
-    return `${where}: namespace is missing (a ${PARAMETERS_KIND} is namespaced, so a GatewayClass must name its namespace)`;
+    return `${where}: namespace is missing (a ${GATEWAY_CONFIGURATION_KIND} is namespaced, so a GatewayClass must name its namespace)`;
   }
   return null;
 }

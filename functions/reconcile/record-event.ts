@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { classifyError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { boundedName } from './names.js';
@@ -6,6 +5,7 @@ import type { PlannedEvent } from './plan-types.js';
 import type { Gateway } from './schemas.js';
 import { EVENT_NOTE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 import { GATEWAY_API_VERSION, GATEWAY_KIND } from '../api-names.js';
+import { sha256Hex } from './canonical-json.js';
 
 export interface EventContext {
   controllerName: string;
@@ -24,7 +24,7 @@ export function microTime(d: Date): string {
  * each time.
  */
 export function eventName(gateway: Gateway, ev: PlannedEvent): string {
-  const digest = createHash('sha256').update(`${gateway.metadata.uid ?? ''}\n${ev.type}\n${ev.reason}\n${ev.note}`).digest('hex').slice(0, 12);
+  const digest = sha256Hex(`${gateway.metadata.uid ?? ''}\n${ev.type}\n${ev.reason}\n${ev.note}`, 12);
   // Event names are DNS subdomains (at most 253): a Gateway name may use all of it.
   return `${boundedName(gateway.metadata.name, 253 - digest.length - 1)}.${digest}`;
 }

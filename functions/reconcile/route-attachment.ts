@@ -6,9 +6,7 @@
 import { selectorMatches } from './label-selector.js';
 import type { Gateway, L34Route, Listener, Namespace } from './schemas.js';
 
-import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND as ROUTE_KIND, MERIDIO_GROUP as ROUTE_GROUP } from '../api-names.js';
-
-export { GATEWAY_GROUP, ROUTE_GROUP, ROUTE_KIND };
+import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND, MERIDIO_GROUP } from '../api-names.js';
 
 /** How far a Gateway's listeners reach: what observe must read to decide. */
 export type RouteScope = 'same' | 'all' | 'selector';
@@ -38,10 +36,14 @@ export function parentRefNames(route: L34Route, gateway: Gateway): { sectionName
   return names ? { sectionName: ref.sectionName || undefined } : null;
 }
 
+/** A listener's allowedRoutes.kinds entry naming L34Route (the group defaults to the Gateway API's). */
+export function isL34RouteKind(k: { group?: string | undefined; kind: string }): boolean {
+  return (k.group ?? GATEWAY_GROUP) === MERIDIO_GROUP && k.kind === L34ROUTE_KIND;
+}
+
 function admitsKind(listener: Listener): boolean {
   const kinds = listener.allowedRoutes?.kinds;
-  if (kinds === undefined || kinds.length === 0) return true;
-  return kinds.some((k) => (k.group ?? GATEWAY_GROUP) === ROUTE_GROUP && k.kind === ROUTE_KIND);
+  return kinds === undefined || kinds.length === 0 || kinds.some(isL34RouteKind);
 }
 
 function admitsNamespace(listener: Listener, gateway: Gateway, routeNamespace: string, namespaces: ReadonlyMap<string, Record<string, string>>): boolean {

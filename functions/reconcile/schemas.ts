@@ -106,13 +106,29 @@ export const GatewaySchema = z.looseObject({
     .optional(),
 });
 
+// spec.parametersRef names a namespaced GatewayConfiguration, the default of
+// the class's Gateways that have none of their own (GEP-1867).
+export const ClassParametersRefSchema = z.looseObject({
+  group: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  namespace: z.string().optional(),
+});
+
 export const GatewayClassSchema = z.looseObject({
   apiVersion: z.string().optional(),
   kind: z.string().optional(),
   metadata: ObjectMetaSchema,
   spec: z.looseObject({
     controllerName: z.string(),
+    parametersRef: ClassParametersRefSchema.optional(),
   }),
+  status: z
+    .looseObject({
+      conditions: z.array(ConditionSchema).optional(),
+      supportedFeatures: z.array(z.looseObject({ name: z.string() })).optional(),
+    })
+    .optional(),
 });
 
 // Kubernetes quantities arrive as strings from the API server, but YAML

@@ -13,8 +13,7 @@ import {
 import { effectiveParametersRef, refProblem } from './parameters-ref.js';
 import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from './schemas.js';
 
-export { PARAMETERS_GROUP, PARAMETERS_KIND } from './parameters-ref.js';
-import { PARAMETERS_GROUP, PARAMETERS_KIND } from './parameters-ref.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 export const ATTACHMENT_TYPE_NAD = 'NAD';
 export const MAX_NETWORK_ATTACHMENTS = 10;
 export const MAX_INTERNAL_SUBNETS = 2;
@@ -37,29 +36,29 @@ export function validateParameters(
     if (fromClass) {
       const problem = refProblem(fromClass);
       if (problem !== null) return { ok: false, message: problem };
-      const where = `${PARAMETERS_KIND} "${fromClass.namespace ?? ''}/${fromClass.name}" (the default of GatewayClass ${fromClass.className ?? ''})`;
+      const where = `${GATEWAY_CONFIGURATION_KIND} "${fromClass.namespace ?? ''}/${fromClass.name}" (the default of GatewayClass ${fromClass.className ?? ''})`;
       if (configuration === null) return { ok: false, message: `${where} not found` };
       const invalid = validateConfiguration(configuration, template, gateway.metadata.namespace ?? '');
       return invalid === null ? { ok: true, configuration } : { ok: false, message: `${where}: ${invalid}` };
     }
     return {
       ok: false,
-      message: `spec.infrastructure.parametersRef is missing: it must reference a ${PARAMETERS_KIND} (group ${PARAMETERS_GROUP}), or the GatewayClass must name a default in spec.parametersRef`,
+      message: `spec.infrastructure.parametersRef is missing: it must reference a ${GATEWAY_CONFIGURATION_KIND} (group ${MERIDIO_GROUP}), or the GatewayClass must name a default in spec.parametersRef`,
     };
   }
-  if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
+  if (ref.group !== MERIDIO_GROUP || ref.kind !== GATEWAY_CONFIGURATION_KIND) {
     return {
       ok: false,
-      message: `unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${PARAMETERS_GROUP}" kind "${PARAMETERS_KIND}")`,
+      message: `unsupported parametersRef group "${ref.group}" kind "${ref.kind}" (expected group "${MERIDIO_GROUP}" kind "${GATEWAY_CONFIGURATION_KIND}")`,
     };
   }
   const namespace = gateway.metadata.namespace ?? '';
   if (configuration === null) {
-    return { ok: false, message: `${PARAMETERS_KIND} "${namespace}/${ref.name}" not found` };
+    return { ok: false, message: `${GATEWAY_CONFIGURATION_KIND} "${namespace}/${ref.name}" not found` };
   }
   const problem = validateConfiguration(configuration, template, namespace);
   if (problem !== null) {
-    return { ok: false, message: `${PARAMETERS_KIND} "${configuration.metadata.name}": ${problem}` };
+    return { ok: false, message: `${GATEWAY_CONFIGURATION_KIND} "${configuration.metadata.name}": ${problem}` };
   }
   return { ok: true, configuration };
 }

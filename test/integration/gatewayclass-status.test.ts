@@ -3,7 +3,7 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { reconcileClass, type ClassReconcileDeps } from '../../functions/gatewayclass/reconcile.js';
 import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
-import { ClassWithParametersSchema, type ClassWithParameters } from '../../functions/reconcile/parameters-ref.js';
+import { GatewayClassSchema, type GatewayClass } from '../../functions/reconcile/schemas.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { configurationSpec, createClass, createConfiguration } from '../support/fixtures.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';
@@ -15,8 +15,8 @@ import { useWorld } from '../support/world.js';
 
 const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjectsApi);
 
-async function readClass(name: string): Promise<ClassWithParameters> {
-  return ClassWithParametersSchema.parse(await custom().getClusterCustomObject({ ...GATEWAY_CLASSES, name }));
+async function readClass(name: string): Promise<GatewayClass> {
+  return GatewayClassSchema.parse(await custom().getClusterCustomObject({ ...GATEWAY_CLASSES, name }));
 }
 
 async function setParametersRef(name: string, parametersRef: Record<string, unknown>): Promise<void> {
@@ -24,7 +24,7 @@ async function setParametersRef(name: string, parametersRef: Record<string, unkn
   await custom().replaceClusterCustomObject({ ...GATEWAY_CLASSES, name, body: { ...live, spec: { ...live.spec, parametersRef } } });
 }
 
-const cond = (gc: ClassWithParameters, type: string): unknown => gc.status?.conditions?.find((c) => c.type === type);
+const cond = (gc: GatewayClass, type: string): unknown => gc.status?.conditions?.find((c) => c.type === type);
 
 describe('GatewayClass status', () => {
   const w = useWorld('gwc');

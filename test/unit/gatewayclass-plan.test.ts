@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { planClass, type ClassObserved } from '../../functions/gatewayclass/plan.js';
 import { minorOf, SUPPORTED_GATEWAY_API } from '../../functions/gatewayclass/supported.js';
-import { ClassWithParametersSchema, type ClassWithParameters } from '../../functions/reconcile/parameters-ref.js';
+import { GatewayClassSchema, type GatewayClass } from '../../functions/reconcile/schemas.js';
 import { CONTROLLER, gatewayConfiguration, LATER, NOW, templateDeployment } from './reconcile-fixtures.js';
 
 // The GatewayClass planner is pure: class, configuration and installed CRD
 // version in, the desired status out.
 
-function cls(spec: Record<string, unknown> = {}, status?: Record<string, unknown>, generation = 1): ClassWithParameters {
-  return ClassWithParametersSchema.parse({
+function cls(spec: Record<string, unknown> = {}, status?: Record<string, unknown>, generation = 1): GatewayClass {
+  return GatewayClassSchema.parse({
     apiVersion: 'gateway.networking.k8s.io/v1',
     kind: 'GatewayClass',
     metadata: { name: 'meridio', generation, resourceVersion: '5' },
