@@ -1,6 +1,21 @@
 // Type-aware linting is left to `tsc --noEmit` (strict); eslint adds the
-// recommended rule sets, and forbids `any` at the boundaries.
+// recommended rule sets, forbids `any` at the boundaries, and keeps the pure
+// core pure (docs/design.md §3).
 import tseslint from 'typescript-eslint';
+
+/** The functional core: observed objects in, decisions out. No I/O, no clock, no randomness. */
+export const PURE_FILES = [
+  'functions/reconcile/plan/**/*.ts',
+  'functions/gatewayclass/plan.ts',
+  'functions/gatewayclass/supported.ts',
+  'functions/dispatch/gateway-keys.ts',
+  'functions/dispatch/class-defaults.ts',
+  'functions/kube/retry-policy.ts',
+  'functions/api-names.ts',
+];
+
+const io = 'is I/O: the pure core gets what it needs as input (docs/design.md §3)';
+const ioModules = ['fs', 'fs/promises', 'http', 'https', 'http2', 'child_process', 'dgram', 'dns', 'tls', 'process', 'os', 'worker_threads', 'cluster', 'readline', 'v8', 'vm'];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.tmp/**', 'bench/results/**'] },
@@ -9,6 +24,35 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: PURE_FILES,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...ioModules.flatMap((m) => [`node:${m}`, m]).map((name) => ({ name, message: `${name} ${io}` })),
+            // isIP only checks address syntax; sockets stay out.
+            ...['node:net', 'net'].map((name) => ({ name, allowImportNames: ['isIP'], message: `${name} ${io}` })),
+            ...['@kubernetes/client-node', 'undici', 'cloudevents', 'pino'].map((name) => ({ name, message: `${name} ${io}` })),
+          ],
+          patterns: [
+            {
+              group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/kube/deadline*', '**/observe*', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/dispatch/dispatch*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
+              message: `the imperative shell ${io}`,
+            },
+          ],
+        },
+      ],
+      'no-restricted-globals': ['error', ...['process', 'fetch', 'setTimeout', 'setInterval', 'setImmediate', 'require'].map((name) => ({ name, message: `${name} ${io}` }))],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Date', property: 'now', message: 'the clock is an input (Observed.now)' },
+        { object: 'Math', property: 'random', message: 'the planner is deterministic' },
+      ],
+      'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'the clock is an input (Observed.now)' }],
     },
   },
 );

@@ -1,6 +1,6 @@
 import type { GatewayKey, Incoming } from '../../events/incoming.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import type { Gateway } from '../reconcile/schemas.js';
+import type { Gateway } from '../reconcile/plan/schemas.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import {
   deploymentOwner,

@@ -1,8 +1,8 @@
 import type { GatewayKey, WatchedObject } from '../../events/incoming.js';
-import { formatIp, parseIp } from '../reconcile/cidr.js';
-import { deploymentName } from '../reconcile/names.js';
-import { routeScope } from '../reconcile/route-attachment.js';
-import type { Gateway, GatewayClass } from '../reconcile/schemas.js';
+import { formatIp, parseIp } from '../reconcile/plan/cidr.js';
+import { deploymentName } from '../reconcile/plan/names.js';
+import { routeScope } from '../reconcile/plan/route-attachment.js';
+import type { Gateway, GatewayClass } from '../reconcile/plan/schemas.js';
 
 // Pure mapping rules: which Gateways an observed object affects. The I/O
 // wrapper (dispatch.ts) fetches the lists these functions filter.

@@ -5,7 +5,7 @@
 import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
-import type { Deployment } from '../reconcile/schemas.js';
+import type { Deployment } from '../reconcile/plan/schemas.js';
 import { planClass, type ClassObserved, type ClassOutcome } from './plan.js';
 import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 

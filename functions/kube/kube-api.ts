@@ -15,7 +15,7 @@ import {
   type GatewayConfiguration,
   type L34Route,
   type Namespace,
-} from '../reconcile/schemas.js';
+} from '../reconcile/plan/schemas.js';
 import { isNotFound } from './classify-error.js';
 import { pooledConfiguration } from './pooled-client.js';
 import { GATEWAY_GROUP, MERIDIO_GROUP } from '../api-names.js';

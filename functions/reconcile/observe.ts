@@ -1,10 +1,10 @@
 import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import { deploymentName } from './names.js';
-import { effectiveParametersRef, readableRef } from './parameters-ref.js';
-import type { Observed } from './plan-types.js';
-import type { Settings } from './render-deployment.js';
-import { routeScope } from './route-attachment.js';
+import { deploymentName } from './plan/names.js';
+import { effectiveParametersRef, readableRef } from './plan/parameters-ref.js';
+import type { Observed } from './plan/plan-types.js';
+import type { Settings } from './plan/render-deployment.js';
+import { routeScope } from './plan/route-attachment.js';
 import type { Template } from './template.js';
 
 /**

@@ -1,11 +1,11 @@
 import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
-import { plan } from './plan.js';
-import type { Observed, Outcome, Plan, WriteFailure } from './plan-types.js';
+import { plan } from './plan/plan.js';
+import type { Observed, Outcome, Plan, WriteFailure } from './plan/plan-types.js';
 import { recordEvent } from './record-event.js';
-import type { Settings } from './render-deployment.js';
-import type { Deployment } from './schemas.js';
+import type { Settings } from './plan/render-deployment.js';
+import type { Deployment } from './plan/schemas.js';
 import type { Template } from './template.js';
 
 // The imperative shell around the pure planner: observe → plan → apply →

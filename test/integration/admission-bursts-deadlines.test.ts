@@ -4,7 +4,7 @@ import { HTTP, type CloudEvent } from 'cloudevents';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS, kubeApi } from '../../functions/kube/kube-api.js';
 import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
-import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/admission-record.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';

@@ -1,13 +1,13 @@
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { keysForApiEvent } from '../../functions/dispatch/dispatch.js';
-import { APPLIED_CONFIGURATION_NAME } from '../../functions/reconcile/applied-annotations.js';
+import { APPLIED_CONFIGURATION_NAME } from '../../functions/reconcile/plan/applied-annotations.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import type { Incoming } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';
 import { APPLIED, condition, configurationSpec, createConfiguration, createGateway, createRoute, deleteObject, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';
-import { storedListeners } from '../../functions/reconcile/listener-status.js';
+import { storedListeners } from '../../functions/reconcile/plan/listener-status.js';
 import { useWorld } from '../support/world.js';
 
 // GEP-1867 on the real API server: a GatewayClass's parametersRef is the

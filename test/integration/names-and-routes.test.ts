@@ -3,7 +3,7 @@ import { parseIncoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { GATEWAYS } from '../../functions/kube/kube-api.js';
 import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
-import { deploymentName } from '../../functions/reconcile/names.js';
+import { deploymentName } from '../../functions/reconcile/plan/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, createNamespace, deleteNamespace } from '../support/cluster.js';

@@ -7,7 +7,7 @@ import {
   APPLIED_CONFIGURATION_UID,
   APPLIED_GATEWAY_GENERATION,
   TEMPLATE_HASH,
-} from '../../functions/reconcile/applied-annotations.js';
+} from '../../functions/reconcile/plan/applied-annotations.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { auditLog } from '../support/cluster.js';
 import { useWorld } from '../support/world.js';

@@ -12,8 +12,8 @@ import {
   routeGateways,
   uniqueKeys,
 } from '../../functions/dispatch/gateway-keys.js';
-import { deploymentName } from '../../functions/reconcile/names.js';
-import type { Gateway, GatewayClass } from '../../functions/reconcile/schemas.js';
+import { deploymentName } from '../../functions/reconcile/plan/names.js';
+import type { Gateway, GatewayClass } from '../../functions/reconcile/plan/schemas.js';
 
 const NS = 'team-a';
 const OTHER_NS = 'team-b';

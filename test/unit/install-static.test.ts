@@ -18,8 +18,8 @@ import {
   APPLIED_CONFIGURATION_UID,
   APPLIED_GATEWAY_GENERATION,
   TEMPLATE_HASH,
-} from '../../functions/reconcile/applied-annotations.js';
-import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../functions/reconcile/conditions.js';
+} from '../../functions/reconcile/plan/applied-annotations.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../functions/reconcile/plan/conditions.js';
 import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
 
 // Static checks of the install, read straight from the files that
@@ -501,7 +501,10 @@ describe('optional gateway-watch component (Gateway events despite Knative\'s pl
 
 describe('docs/operations.md keeps up with the code', () => {
   const doc = readFileSync(join('docs', 'operations.md'), 'utf8');
-  const planSource = readFileSync(join('functions', 'reconcile', 'plan.ts'), 'utf8');
+  // Where the Gateway planner decides conditions and Events (listener status aside: its reasons are the Gateway API's).
+  const planSource = ['plan.ts', 'status-decisions.ts', 'planned-events.ts']
+    .map((f) => readFileSync(join('functions', 'reconcile', 'plan', f), 'utf8'))
+    .join('\n');
   const conditionReasons = [...planSource.matchAll(/'(?:True|False|Unknown)',\s*'([A-Z][A-Za-z]+)'/g)].map((m) => m[1] as string);
   const eventReasons = [...planSource.matchAll(/type: '(?:Normal|Warning)',\s*reason: '([A-Z][A-Za-z]+)'/g)].map((m) => m[1] as string);
 

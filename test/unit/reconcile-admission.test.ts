@@ -2,10 +2,10 @@
 // differs from the render (an image mirror, an added Pod annotation, a fought
 // replica count). The planner records the admitted form once and then stays
 // quiet, yet still corrects a person's edit of an owned field.
-import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/admission-record.js';
-import { plan } from '../../functions/reconcile/plan.js';
-import type { Observed } from '../../functions/reconcile/plan-types.js';
-import { DeploymentSchema, type Deployment } from '../../functions/reconcile/schemas.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
+import { plan } from '../../functions/reconcile/plan/plan.js';
+import type { Observed } from '../../functions/reconcile/plan/plan-types.js';
+import { DeploymentSchema, type Deployment } from '../../functions/reconcile/plan/schemas.js';
 import { LATER, gatewayConfiguration, observed, simulateServer, withStatus } from './reconcile-fixtures.js';
 
 type Admission = (d: Deployment) => Deployment;

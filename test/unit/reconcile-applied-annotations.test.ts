@@ -9,8 +9,8 @@ import {
   readAppliedState,
   sameConfiguration,
   sameState,
-} from '../../functions/reconcile/applied-annotations.js';
-import { DeploymentSchema } from '../../functions/reconcile/schemas.js';
+} from '../../functions/reconcile/plan/applied-annotations.js';
+import { DeploymentSchema } from '../../functions/reconcile/plan/schemas.js';
 import { gateway, gatewayConfiguration, templateDeployment } from './reconcile-fixtures.js';
 
 const withAnnotations = (annotations: Record<string, string>) =>

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { cidrsOverlap, formatCidr, formatIp, parseCidr, parseIp } from '../../functions/reconcile/cidr.js';
-import { parseQuantity, quantitiesEqual } from '../../functions/reconcile/quantity.js';
+import { cidrsOverlap, formatCidr, formatIp, parseCidr, parseIp } from '../../functions/reconcile/plan/cidr.js';
+import { parseQuantity, quantitiesEqual } from '../../functions/reconcile/plan/quantity.js';
 
 describe('cidr', () => {
   it('clears host bits like Go net.ParseCIDR', () => {

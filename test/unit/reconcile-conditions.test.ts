@@ -2,8 +2,8 @@ import {
   conditionsEqualIgnoringTime,
   upsertConditions,
   type ConditionSpec,
-} from '../../functions/reconcile/conditions.js';
-import type { Condition } from '../../functions/reconcile/schemas.js';
+} from '../../functions/reconcile/plan/conditions.js';
+import type { Condition } from '../../functions/reconcile/plan/schemas.js';
 import { LATER, NOW } from './reconcile-fixtures.js';
 
 const T0 = '2024-06-01T00:00:00Z';

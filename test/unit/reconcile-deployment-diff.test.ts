@@ -1,6 +1,6 @@
-import { deepEqual, needsWrite, overlayManaged, semanticSubset } from '../../functions/reconcile/deployment-diff.js';
-import { renderDeployment } from '../../functions/reconcile/render-deployment.js';
-import { DeploymentSchema, type Deployment, type GatewayConfiguration } from '../../functions/reconcile/schemas.js';
+import { deepEqual, needsWrite, overlayManaged, semanticSubset } from '../../functions/reconcile/plan/deployment-diff.js';
+import { renderDeployment } from '../../functions/reconcile/plan/render-deployment.js';
+import { DeploymentSchema, type Deployment, type GatewayConfiguration } from '../../functions/reconcile/plan/schemas.js';
 import {
   CONTROLLER,
   LB_SERVICE_ACCOUNT,

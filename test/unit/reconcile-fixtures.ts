@@ -1,9 +1,9 @@
 // Fixtures for the reconcile planner's unit tests: a small LB template (three
 // containers, like Meridio-2's), builders for the objects the planner reads,
 // and a stand-in for the API server's defaulting of a written Deployment.
-import { plan } from '../../functions/reconcile/plan.js';
-import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan-types.js';
-import { parseQuantity } from '../../functions/reconcile/quantity.js';
+import { plan } from '../../functions/reconcile/plan/plan.js';
+import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
+import { parseQuantity } from '../../functions/reconcile/plan/quantity.js';
 import {
   DeploymentSchema,
   GatewayClassSchema,
@@ -15,7 +15,7 @@ import {
   type GatewayClass,
   type GatewayConfiguration,
   type L34Route,
-} from '../../functions/reconcile/schemas.js';
+} from '../../functions/reconcile/plan/schemas.js';
 
 export const NOW = '2025-01-01T00:00:00Z';
 export const LATER = '2025-01-02T00:00:00Z';

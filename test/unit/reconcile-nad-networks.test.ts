@@ -5,8 +5,8 @@ import {
   networksEqual,
   parseNetworksAnnotation,
   type NetworkSelection,
-} from '../../functions/reconcile/nad-networks.js';
-import { NetworkAttachmentSchema, type NetworkAttachment } from '../../functions/reconcile/schemas.js';
+} from '../../functions/reconcile/plan/nad-networks.js';
+import { NetworkAttachmentSchema, type NetworkAttachment } from '../../functions/reconcile/plan/schemas.js';
 
 const NS = 'team-a';
 const attachment = (name: string, iface: string, namespace = ''): NetworkAttachment =>

@@ -1,13 +1,13 @@
 import {
   APPLIED_CONFIGURATION_GENERATION,
   TEMPLATE_HASH as TEMPLATE_HASH_KEY,
-} from '../../functions/reconcile/applied-annotations.js';
+} from '../../functions/reconcile/plan/applied-annotations.js';
 import {
   ROUTER_CONTAINER,
   renderDeployment,
   type RenderInput,
-} from '../../functions/reconcile/render-deployment.js';
-import { DeploymentSchema, type Container, type Deployment } from '../../functions/reconcile/schemas.js';
+} from '../../functions/reconcile/plan/render-deployment.js';
+import { DeploymentSchema, type Container, type Deployment } from '../../functions/reconcile/plan/schemas.js';
 import {
   CONTROLLER,
   GW,

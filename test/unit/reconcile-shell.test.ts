@@ -5,10 +5,10 @@
 // against the real one (test/integration).
 import { ApiException } from '@kubernetes/client-node';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
-import { CONDITION_APPLIED } from '../../functions/reconcile/conditions.js';
-import { plan } from '../../functions/reconcile/plan.js';
+import { CONDITION_APPLIED } from '../../functions/reconcile/plan/conditions.js';
+import { plan } from '../../functions/reconcile/plan/plan.js';
 import { reconcile, type ReconcileDeps } from '../../functions/reconcile/reconcile.js';
-import type { Deployment, Gateway } from '../../functions/reconcile/schemas.js';
+import type { Deployment, Gateway } from '../../functions/reconcile/plan/schemas.js';
 import {
   CONTROLLER,
   GW,

@@ -1,4 +1,4 @@
-import { validateParameters } from '../../functions/reconcile/validate-configuration.js';
+import { validateParameters } from '../../functions/reconcile/plan/validate-configuration.js';
 import { GC, NAD_ANNOTATION, NS, gateway, gatewayConfiguration, templateDeployment } from './reconcile-fixtures.js';
 
 function templateWithNetworks(value: string | undefined) {

@@ -1,9 +1,9 @@
 // Gateway API allowedRoutes for L34Routes: Same (the default), All and
 // Selector, listener kinds and sectionName. Meridio-2 has no such check: any
 // route whose parentRef names the Gateway counts, from any namespace.
-import { gatewayAddresses } from '../../functions/reconcile/addresses.js';
-import { routeAttaches, routeScope } from '../../functions/reconcile/route-attachment.js';
-import { GatewaySchema, type Gateway } from '../../functions/reconcile/schemas.js';
+import { gatewayAddresses } from '../../functions/reconcile/plan/addresses.js';
+import { routeAttaches, routeScope } from '../../functions/reconcile/plan/route-attachment.js';
+import { GatewaySchema, type Gateway } from '../../functions/reconcile/plan/schemas.js';
 import { GW, NS, gateway, route } from './reconcile-fixtures.js';
 
 function withListeners(listeners: unknown[]): Gateway {

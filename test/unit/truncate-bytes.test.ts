@@ -1,5 +1,5 @@
-import { truncateUtf8 } from '../../functions/reconcile/truncate-bytes.js';
-import { EVENT_NOTE_MAX_BYTES, CONDITION_MESSAGE_MAX_BYTES } from '../../functions/reconcile/truncate-bytes.js';
+import { truncateUtf8 } from '../../functions/reconcile/plan/truncate-bytes.js';
+import { EVENT_NOTE_MAX_BYTES, CONDITION_MESSAGE_MAX_BYTES } from '../../functions/reconcile/plan/truncate-bytes.js';
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 // Valid text: no lone surrogate was left by the cut.

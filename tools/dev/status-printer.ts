@@ -2,7 +2,7 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
 import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, type Ref } from '../../functions/kube/kube-api.js';
-import { DeploymentSchema, GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema } from '../../functions/reconcile/schemas.js';
+import { DeploymentSchema, GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema } from '../../functions/reconcile/plan/schemas.js';
 import { renderStatusTable, type StatusSnapshot } from './status-table.js';
 
 // Re-reads the objects behind the status table on a short timer and prints the

@@ -6,64 +6,44 @@
 // and plans again with the result (`write`), then writes the status when
 // `statusChanged` and emits `events`. The first plan of a write therefore
 // carries no status: the second one, which knows how the write went, decides.
-import { addressesEqual, gatewayAddresses, ADDRESS_TYPE_IP, type StatusAddress } from './addresses.js';
-import {
-  currentState,
-  readAppliedState,
-  sameConfiguration,
-  sameState,
-  type AppliedState,
-} from './applied-annotations.js';
+import { gatewayAddresses, ADDRESS_TYPE_IP } from './addresses.js';
+import { currentState, readAppliedState } from './applied-annotations.js';
 import {
   CONDITION_ACCEPTED,
   CONDITION_APPLIED,
   CONDITION_LB_AVAILABLE,
   CONDITION_PROGRAMMED,
-  conditionAt,
   conditionsEqualIgnoringTime,
   findCondition,
   upsertConditions,
   type ConditionSpec,
-  type ConditionStatus,
 } from './conditions.js';
-import { admissionChange, admissionExplains } from './admission-record.js';
-import { needsWrite, overlayManaged } from './deployment-diff.js';
-import { listenerStatuses, listenersEqual, storedListeners } from './listener-status.js';
+import { admissionChange } from './admission-record.js';
+import { deploymentAction } from './deployment-action.js';
+import { condition, type Context } from './plan-context.js';
 import type { DeploymentAction, Observed, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
-import {
-  controllerOf,
-  deploymentName,
-  isControlledBy,
-  renderDeployment,
-  GATEWAY_KIND,
-} from './render-deployment.js';
-import type { Condition, Deployment, Gateway, GatewayConfiguration } from './schemas.js';
+import { collisionEvent, newVerdict, writeEvents } from './planned-events.js';
+import { deploymentName, isControlledBy, renderDeployment } from './render-deployment.js';
+import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
 import { renderedProblem } from './rendered-checks.js';
 import { namespaceLabels } from './route-attachment.js';
+import {
+  acceptedMessage,
+  acceptedTrue,
+  appliedCondition,
+  collisionMessage,
+  describeApplied,
+  describeController,
+  errorText,
+  finish,
+  lbAvailable,
+  MESSAGE_WAITING,
+  programmedTrue,
+} from './status-decisions.js';
 import { validateParameters } from './validate-configuration.js';
 
 export type { Observed, Plan } from './plan-types.js';
-
-export const MESSAGE_WAITING = 'Waiting for controller';
-
-// Also how a Gateway we accepted is recognised after its class changes (the
-// Meridio-2 controller matches the same text).
-export function acceptedMessage(controllerName: string): string {
-  return `Gateway accepted by ${controllerName}`;
-}
-
-interface Context {
-  observed: Observed;
-  gateway: Gateway;
-  generation: number;
-  // namespace/name of the LB Deployment, for messages.
-  ref: string;
-  stored: Condition[];
-  addresses: StatusAddress[];
-  // The live Deployment whoever owns it, and the same only when it is ours.
-  live: Deployment | null;
-  ours: Deployment | null;
-}
+export { acceptedMessage, MESSAGE_WAITING } from './status-decisions.js';
 
 // A fresh object each time: callers may append to `events`.
 function nothing(outcome: Outcome): Plan {
@@ -240,204 +220,10 @@ function planAccepted(ctx: Context, configuration: GatewayConfiguration): Plan {
         : condition(ctx, CONDITION_PROGRAMMED, 'Unknown', 'Pending', MESSAGE_WAITING);
 
   const applied = appliedCondition(ctx, configuration, current, appliedState, failure);
-  const events: PlannedEvent[] = [];
-  if (write?.ok === true && ctx.ours) {
-    const before = write.before === null ? null : readAppliedState(write.before);
-    if (write.before === null || !sameConfiguration(before, appliedState)) {
-      events.push({
-        type: 'Normal',
-        reason: 'GatewayConfigurationApplied',
-        action: write.before === null ? 'Create' : 'Update',
-        note:
-          write.before === null
-            ? `Created Deployment ${ctx.ref} with ${describeApplied(appliedState, null)}`
-            : `Updated Deployment ${ctx.ref} to ${describeApplied(appliedState, null)} (was ${describeApplied(before, null)})`,
-      });
-    }
-  }
-  if (admitted) {
-    // Said once per write (no write loop follows: see admission-record.ts), so
-    // an operator can see which of our values admission replaced.
-    events.push({
-      type: 'Normal',
-      reason: 'MutatedByAdmission',
-      action: 'Update',
-      note: `Admission changed Deployment ${ctx.ref} as it was written: ${admitted.paths.join(', ')}. The stored form is recorded and will not be overwritten until the inputs or the Deployment change`,
-    });
-  }
-  // On the dead-letter path the last attempt's failure is part of the
-  // RetriesExhausted story, so that is the one Warning to tell.
-  if (applied.reason === 'RetriesExhausted') {
-    if (newVerdict(ctx, applied)) events.push({ type: 'Warning', reason: 'RetriesExhausted', action: 'Reconcile', note: applied.message });
-  } else if (failure !== undefined) {
-    events.push({ type: 'Warning', reason: 'ApplyFailed', action: ctx.live ? 'Update' : 'Create', note: applied.message });
-  }
+  const events = writeEvents(ctx, { appliedState, admittedPaths: admitted?.paths ?? null, applied, failure });
 
   const outcome: Outcome =
     failure !== undefined ? 'write-failed' : write?.ok ? 'applied' : action.action === 'none' ? 'in-sync' : 'needs-write';
   const specs = [acceptedTrue(ctx), ...(programmed ? [programmed] : []), applied, lbAvailable(ctx)];
   return finish(ctx, specs, action, events, outcome);
-}
-
-// Once this invocation has written (or tried to), it does not ask for another
-// write: redelivery or the resync plans again from fresh reads.
-function deploymentAction(ctx: Context, rendered: Deployment, current: AppliedState, enforceReplicas: boolean): DeploymentAction {
-  if (ctx.observed.write !== undefined) return { action: 'none' };
-  if (ctx.ours === null) return { action: 'create', object: rendered };
-  // When the recorded inputs differ, a write is due anyway; it then carries
-  // the managed fields exactly as rendered (see overlayManaged).
-  const force = !sameState(readAppliedState(ctx.ours), current);
-  const body = overlayManaged(ctx.ours, rendered, { force });
-  if (!needsWrite(ctx.ours, body)) return { action: 'none' };
-  // The only difference is what admission made of our last write of this
-  // very render: writing again would be undone the same way (a write loop).
-  if (!force && admissionExplains(ctx.ours, rendered, body, enforceReplicas)) return { action: 'none' };
-  return { action: 'update', object: body };
-}
-
-// Applied=True exactly when the live annotations record the current inputs
-// (invariant §7.3); otherwise why not.
-function appliedCondition(
-  ctx: Context,
-  configuration: GatewayConfiguration,
-  current: AppliedState,
-  appliedState: AppliedState | null,
-  failure: WriteFailure | undefined,
-): ConditionSpec {
-  if (ctx.ours && sameState(appliedState, current)) {
-    return condition(
-      ctx,
-      CONDITION_APPLIED,
-      'True',
-      'Applied',
-      `Deployment ${ctx.ref} has GatewayConfiguration ${current.configurationName} generation ${current.configurationGeneration} applied (Gateway generation ${current.gatewayGeneration})`,
-    );
-  }
-  const versus = `Deployment ${ctx.ref} has ${describeApplied(appliedState, configuration)} applied, latest is generation ${current.configurationGeneration}${
-    sameConfiguration(appliedState, current) ? ' (the Gateway or the LB template changed since)' : ''
-  }`;
-  const exhausted = ctx.observed.retriesExhausted;
-  if (exhausted !== undefined) {
-    const last = failure ? `; last error: ${errorText(failure)}` : '';
-    return condition(
-      ctx,
-      CONDITION_APPLIED,
-      'False',
-      'RetriesExhausted',
-      `${versus}; delivery retries were exhausted: ${exhausted.message}${last}`,
-    );
-  }
-  if (failure) return condition(ctx, CONDITION_APPLIED, 'False', 'ApplyFailed', `${versus}: ${errorText(failure)}`);
-  // Written successfully, yet the result does not record the inputs (e.g. a
-  // mutating webhook removed the annotations): not applied, as far as we know.
-  return condition(
-    ctx,
-    CONDITION_APPLIED,
-    'False',
-    'ApplyFailed',
-    `${versus}: the written Deployment does not record the current inputs`,
-  );
-}
-
-function lbAvailable(ctx: Context): ConditionSpec {
-  const status = ctx.ours?.status;
-  if (!ctx.ours || status?.observedGeneration === undefined) {
-    return condition(
-      ctx,
-      CONDITION_LB_AVAILABLE,
-      'Unknown',
-      'Pending',
-      ctx.ours ? 'No Deployment status observed yet' : 'No LB Deployment controlled by this Gateway',
-    );
-  }
-  const desired = ctx.ours.spec.replicas ?? 1;
-  const available = status.availableReplicas ?? 0;
-  const message = `${available}/${desired} LB replicas available`;
-  return available > 0
-    ? condition(ctx, CONDITION_LB_AVAILABLE, 'True', 'Available', message)
-    : condition(ctx, CONDITION_LB_AVAILABLE, 'False', 'NoAvailableReplicas', message);
-}
-
-function acceptedTrue(ctx: Context): ConditionSpec {
-  return condition(ctx, CONDITION_ACCEPTED, 'True', 'Accepted', acceptedMessage(ctx.observed.settings.controllerName));
-}
-
-function programmedTrue(ctx: Context, ours: Deployment): ConditionSpec {
-  return condition(
-    ctx,
-    CONDITION_PROGRAMMED,
-    'True',
-    'Programmed',
-    `Deployment ${ctx.ref} is programmed with ${describeApplied(readAppliedState(ours), null)} (Pods may still be initializing)`,
-  );
-}
-
-function condition(
-  ctx: Context,
-  type: string,
-  status: ConditionStatus,
-  reason: string,
-  message: string,
-): ConditionSpec {
-  return conditionAt(ctx.generation, type, status, reason, message);
-}
-
-function describeApplied(state: AppliedState | null, latest: GatewayConfiguration | null): string {
-  if (state === null) return 'no recorded GatewayConfiguration';
-  const replaced =
-    latest !== null &&
-    state.configurationName === latest.metadata.name &&
-    state.configurationUid !== (latest.metadata.uid ?? '')
-      ? ` (uid ${state.configurationUid}, since deleted and re-created)`
-      : '';
-  return `GatewayConfiguration ${state.configurationName} generation ${state.configurationGeneration}${replaced}`;
-}
-
-function describeController(ctx: Context, live: Deployment): string {
-  const controller = controllerOf(live);
-  if (controller === undefined) return 'no controller';
-  const sameName = controller.kind === GATEWAY_KIND && controller.name === ctx.gateway.metadata.name;
-  return `${controller.kind}/${controller.name}${sameName ? ` (uid ${controller.uid})` : ''}`;
-}
-
-function collisionMessage(ctx: Context, live: Deployment): string {
-  return `Deployment ${ctx.ref} exists but is not controlled by this Gateway (controller: ${describeController(ctx, live)}); it is not adopted or changed`;
-}
-
-function collisionEvent(programmed: ConditionSpec): PlannedEvent {
-  return { type: 'Warning', reason: 'NameCollision', action: 'Reconcile', note: programmed.message };
-}
-
-function errorText(failure: WriteFailure): string {
-  return failure.code === undefined ? failure.message : `${failure.message} (HTTP ${failure.code})`;
-}
-
-// An Event marks a change of verdict; the same verdict observed again (a
-// no-op reconcile) emits nothing (invariant §7.4).
-function newVerdict(ctx: Context, spec: ConditionSpec): boolean {
-  const stored = findCondition(ctx.stored, spec.type);
-  return stored === undefined || stored.status !== spec.status || stored.reason !== spec.reason || stored.message !== spec.message;
-}
-
-function finish(
-  ctx: Context,
-  specs: ConditionSpec[],
-  deployment: DeploymentAction,
-  events: PlannedEvent[],
-  outcome: Outcome,
-): Plan {
-  const conditions = upsertConditions(ctx.stored, specs, ctx.observed.now);
-  const storedAddresses = ctx.gateway.status?.addresses ?? [];
-  const listeners = listenerStatuses({
-    gateway: ctx.gateway,
-    routes: ctx.observed.routes,
-    gatewayProgrammed: findCondition(conditions, CONDITION_PROGRAMMED)?.status,
-    namespaces: namespaceLabels(ctx.observed.namespaces),
-    now: ctx.observed.now,
-  });
-  const statusChanged =
-    !conditionsEqualIgnoringTime(conditions, ctx.stored) ||
-    !addressesEqual(ctx.addresses, storedAddresses) ||
-    !listenersEqual(listeners, storedListeners(ctx.gateway));
-  return { deployment, status: { conditions, addresses: ctx.addresses, listeners }, statusChanged, events, outcome };
 }

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { NetworkAttachment } from './schemas.js';
 
-import { NETWORKS_ANNOTATION } from '../api-names.js';
+import { NETWORKS_ANNOTATION } from '../../api-names.js';
 
 export { NETWORKS_ANNOTATION };
 

@@ -3,7 +3,7 @@
 import type { Condition } from './schemas.js';
 import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
-export { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../api-names.js';
+export { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api-names.js';
 
 export type ConditionStatus = Condition['status'];
 
