@@ -2,6 +2,7 @@ import type { GatewayKey, Incoming } from '../events/incoming.js';
 import { keysForApiEvent, keysForResync, type DispatchScope } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
 import { classifyError } from './kube/classify-error.js';
+import { afterDeadLetter, answerFor } from './kube/retry-policy.js';
 import { withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
 import { keyedQueue, type KeyedQueue } from './keyed-queue.js';
@@ -50,7 +51,7 @@ function reconcileOnce(key: GatewayKey, deps: HandlerDeps): Promise<ReconcileRes
 
 function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
   return {
-    status: r.retry ? 503 : 204,
+    status: answerFor(r.retry ? 'redeliver' : 'settle'),
     outcome: r.outcome,
     gateway: keyText(key),
     ...(r.error ? { detail: `${r.error.class}${r.error.code ? ` ${r.error.code}` : ''}: ${r.error.message}` } : {}),
@@ -64,7 +65,7 @@ async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { typ
   if (deps.sink) {
     const r = await fanOut(keys, cause, { sink: deps.sink });
     if (r.failed.length > 0) {
-      return { status: 503, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
+      return { status: answerFor('redeliver'), outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     }
     return { status: 204, outcome: 'fanned-out', gateways: keys.length };
   }
@@ -77,7 +78,7 @@ async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { typ
     }
   };
   await Promise.all(Array.from({ length: Math.min(deps.localConcurrency ?? 4, keys.length) }, worker));
-  return { status: retry > 0 ? 503 : 204, outcome: retry > 0 ? 'some-need-retry' : 'reconciled-locally', gateways: keys.length };
+  return { status: answerFor(retry > 0 ? 'redeliver' : 'settle'), outcome: retry > 0 ? 'some-need-retry' : 'reconciled-locally', gateways: keys.length };
 }
 
 // GatewayClass reconciles ride along with the Gateway ones of the same event;
@@ -88,7 +89,7 @@ function withClasses(classes: ClassReconcileResult[], handled: Handled): Handled
   const summary = classes.map((c) => `${c.name}:${c.outcome}`).join(',');
   return {
     ...handled,
-    status: failed ? 503 : handled.status,
+    status: failed ? answerFor('redeliver') : handled.status,
     classes: summary,
     ...(failed?.error ? { detail: `GatewayClass ${failed.name}: ${failed.error.class}${failed.error.code ? ` ${failed.error.code}` : ''}: ${failed.error.message}` } : {}),
   };
@@ -102,7 +103,7 @@ export async function handleEvent(incoming: Incoming, deps: HandlerDeps, event: 
     if (!c) throw err;
     // Dispatch could not read what it needed, or the budget ran out: let the
     // event come again.
-    return { status: 503, outcome: c.reason === 'ETIMEDOUT' ? 'deadline-exceeded' : 'dispatch-read-failed', detail: `${c.class}${c.code ? ` ${c.code}` : ''}: ${c.message}` };
+    return { status: answerFor('redeliver'), outcome: c.reason === 'ETIMEDOUT' ? 'deadline-exceeded' : 'dispatch-read-failed', detail: `${c.class}${c.code ? ` ${c.code}` : ''}: ${c.message}` };
   }
 }
 
@@ -117,9 +118,7 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
       // Not coalesced with plain reconciles: it must run with what it knows.
       const r = await withDeadline(deps.budgetMs, () => reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } }));
-      // Only a transient failure is worth another delivery here.
-      const transient = r.error?.class === 'transient' && r.outcome === 'error';
-      return { ...fromReconcile(incoming.key, r), status: transient ? 503 : 204, outcome: `dead-letter:${r.outcome}` };
+      return { ...fromReconcile(incoming.key, r), status: answerFor(afterDeadLetter(r.error, r.outcome === 'error')), outcome: `dead-letter:${r.outcome}` };
     }
     case 'ping': {
       const classes = await reconcileClassesFor(incoming, deps);

@@ -1,6 +1,7 @@
 import { HTTP } from 'cloudevents';
 import type { GatewayKey, ReconcileData } from '../../events/incoming.js';
 import { reconcileEvent } from '../../events/outgoing.js';
+import { sinkRefusalRetriable } from '../kube/retry-policy.js';
 
 // One reconcile request per Gateway, posted to K_SINK (the Broker in a
 // cluster). Bounded concurrency keeps a resync of thousands of Gateways from
@@ -20,12 +21,6 @@ export interface FanOutResult {
   failed: { key: GatewayKey; error: string }[];
 }
 
-// What Knative's own senders retry: network errors, 404 (a sink not ready
-// yet), 408, 409, 429 and 5xx.
-function retriable(status: number): boolean {
-  return status === 404 || status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
 async function postOnce(sink: string, key: GatewayKey, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retry: boolean; error: string }> {
   const message = HTTP.binary(reconcileEvent(key, cause));
   try {
@@ -37,9 +32,9 @@ async function postOnce(sink: string, key: GatewayKey, cause: ReconcileData['cau
     });
     await res.arrayBuffer();
     if (res.ok) return { ok: true, retry: false, error: '' };
-    return { ok: false, retry: retriable(res.status), error: `HTTP ${res.status} from ${sink}` };
+    return { ok: false, retry: sinkRefusalRetriable(res.status), error: `HTTP ${res.status} from ${sink}` };
   } catch (err) {
-    return { ok: false, retry: true, error: err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err) };
+    return { ok: false, retry: sinkRefusalRetriable(undefined), error: err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err) };
   }
 }
 

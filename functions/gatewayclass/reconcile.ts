@@ -3,6 +3,7 @@
 // the status subresource at most once, and only when the plan differs from
 // what is stored.
 import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
+import { afterClassFailure } from '../kube/retry-policy.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { Deployment } from '../reconcile/plan/schemas.js';
@@ -25,8 +26,6 @@ export interface ClassReconcileResult {
   attempts: number;
   error?: ClassifiedError;
 }
-
-const MAX_ATTEMPTS = 5;
 
 function rfc3339(d: Date): string {
   return d.toISOString().replace(/\.\d+Z$/, 'Z');
@@ -66,11 +65,11 @@ export async function reconcileClass(name: string, deps: ClassReconcileDeps): Pr
       const c = classifyError(err);
       if (!c) throw err;
       // Someone wrote in between: observe again, a bounded number of times.
-      if (c.class === 'conflict' && result.attempts < MAX_ATTEMPTS) continue;
+      const next = afterClassFailure(c, result.attempts);
+      if (next === 'reobserve') continue;
       result.outcome = 'error';
       result.error = c;
-      // A persistent refusal (e.g. 403, 422) will not heal by redelivery.
-      result.retry = c.class === 'transient' || c.class === 'conflict';
+      result.retry = next === 'redeliver';
       return result;
     }
   }

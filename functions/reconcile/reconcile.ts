@@ -1,4 +1,5 @@
 import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
+import { afterDeploymentWriteFailure, afterGatewayFailure, MAX_CONFLICT_ATTEMPTS } from '../kube/retry-policy.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
 import { plan } from './plan/plan.js';
@@ -33,8 +34,6 @@ export interface ReconcileResult {
   error?: ClassifiedError;
 }
 
-/** Bounded: a conflict means someone else wrote in between; re-observing settles it within a few rounds. */
-export const MAX_ATTEMPTS = 5;
 
 /** Conditions use second precision, like every Kubernetes controller's metav1.Time. */
 function rfc3339(d: Date): string {
@@ -59,12 +58,13 @@ export async function reconcile(
       await attempt(key, deps, options, result);
       return { ...result, attempts };
     } catch (err) {
-      if (err instanceof ConflictRetry && attempts < MAX_ATTEMPTS) continue;
-      const c = err instanceof ConflictRetry ? { class: 'transient' as const, message: `still conflicting after ${MAX_ATTEMPTS} attempts` } : classifyError(err);
+      const c: ClassifiedError | undefined = err instanceof ConflictRetry ? { class: 'conflict', message: err.message } : classifyError(err);
       if (!c) throw err;
-      // Reads failed, or a conflict would not settle: nothing was decided, so
-      // let the event come again.
-      return { ...result, outcome: 'error', retry: true, error: c, attempts };
+      const next = afterGatewayFailure(c, attempts);
+      if (next === 'reobserve') continue;
+      // Reads failed, or a conflict would not settle: nothing was decided.
+      const error: ClassifiedError = c.class === 'conflict' ? { class: 'transient', message: `still conflicting after ${MAX_CONFLICT_ATTEMPTS} attempts: ${c.message}` } : c;
+      return { ...result, outcome: 'error', retry: next === 'redeliver', error, attempts };
     }
   }
 }
@@ -97,11 +97,10 @@ async function attempt(
       const c = classifyError(err);
       if (!c) throw err;
       if (c.class === 'conflict') throw new ConflictRetry(c.message);
-      // A create refused for a reason that will not go away by itself is a
-      // permanent failure of provisioning, not a passing one.
-      const permanent = action.action === 'create' && c.class === 'persistent';
-      failure = { class: permanent ? 'permanent' : c.class, ...(c.code !== undefined ? { code: c.code } : {}), message: c.message };
+      const verdict = afterDeploymentWriteFailure({ ...c, class: c.class }, action.action);
+      failure = { class: verdict.failureClass, ...(c.code !== undefined ? { code: c.code } : {}), message: c.message };
       result.error = c;
+      result.retry = verdict.next === 'redeliver';
     }
     final = plan(
       written
@@ -109,9 +108,6 @@ async function attempt(
         : { ...observed, write: { ok: false, failure: failure as WriteFailure } },
     );
     result.outcome = final.outcome;
-    // Every failed write asks for redelivery except a permanent one, which
-    // waits for the user to change something (that change is an event too).
-    result.retry = failure !== undefined && failure.class !== 'permanent';
   }
 
   if (final.deployment.action === 'record-admission') {

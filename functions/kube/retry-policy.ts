@@ -1,0 +1,66 @@
+// What the controller does about a failed API request, in one place:
+// classify-error.ts says what an error is, this file says what follows from it.
+// Three answers exist: observe again in this invocation (a conflict), ask
+// Knative to deliver the event again (503), or settle (2xx) and let the next
+// change, or the resync, bring the Gateway back (docs/design.md §8).
+import type { ClassifiedError, ErrorClass } from './classify-error.js';
+
+export type Next = 'reobserve' | 'redeliver' | 'settle';
+
+/** A conflict means someone else wrote in between; re-observing settles it within a few rounds. */
+export const MAX_CONFLICT_ATTEMPTS = 5;
+
+/** The HTTP answer Knative acts on: 503 delivers the event again. */
+export function answerFor(next: 'redeliver' | 'settle'): 204 | 503 {
+  return next === 'redeliver' ? 503 : 204;
+}
+
+/** A conflict is retried in this invocation while attempts remain, then handed to redelivery. */
+export function afterConflict(attempts: number): 'reobserve' | 'redeliver' {
+  return attempts < MAX_CONFLICT_ATTEMPTS ? 'reobserve' : 'redeliver';
+}
+
+/**
+ * A failed read, or a failed Gateway status write: nothing was decided, so the
+ * event comes again, whatever the class (a 403 during an RBAC roll-out heals).
+ */
+export function afterGatewayFailure(c: ClassifiedError, attempts: number): Next {
+  return c.class === 'conflict' ? afterConflict(attempts) : 'redeliver';
+}
+
+/** How a failed Deployment write is reported in status (plan-types FailureClass). */
+export type WriteFailureClass = Exclude<ErrorClass, 'conflict'> | 'permanent';
+
+/**
+ * A failed Deployment write other than a conflict. A create refused for a
+ * reason that will not go away by itself is a permanent failure of
+ * provisioning: it waits for the user to change something (that change is an
+ * event too). Every other failure is delivered again.
+ */
+export function afterDeploymentWriteFailure(c: ClassifiedError & { class: Exclude<ErrorClass, 'conflict'> }, action: 'create' | 'update'): { failureClass: WriteFailureClass; next: 'redeliver' | 'settle' } {
+  if (action === 'create' && c.class === 'persistent') return { failureClass: 'permanent', next: 'settle' };
+  return { failureClass: c.class, next: 'redeliver' };
+}
+
+/** A failed GatewayClass reconcile: a persistent refusal (403, 422) will not heal by redelivery. */
+export function afterClassFailure(c: ClassifiedError, attempts: number): Next {
+  if (c.class === 'conflict') return afterConflict(attempts);
+  return c.class === 'transient' ? 'redeliver' : 'settle';
+}
+
+/**
+ * The dead-letter path records RetriesExhausted; only a transient failure of
+ * that very record is worth another delivery.
+ */
+export function afterDeadLetter(error: ClassifiedError | undefined, failedOutright: boolean): 'redeliver' | 'settle' {
+  return error?.class === 'transient' && failedOutright ? 'redeliver' : 'settle';
+}
+
+/**
+ * A reconcile request the sink (the Broker) did not take. What Knative's own
+ * senders retry: network errors (no status), 404 (a sink not ready yet), 408,
+ * 409, 429 and 5xx.
+ */
+export function sinkRefusalRetriable(status: number | undefined): boolean {
+  return status === undefined || status === 404 || status === 408 || status === 409 || status === 429 || status >= 500;
+}

@@ -1,0 +1,66 @@
+import {
+  afterClassFailure,
+  afterConflict,
+  afterDeadLetter,
+  afterDeploymentWriteFailure,
+  afterGatewayFailure,
+  answerFor,
+  MAX_CONFLICT_ATTEMPTS,
+  sinkRefusalRetriable,
+} from '../../functions/kube/retry-policy.js';
+import type { ClassifiedError } from '../../functions/kube/classify-error.js';
+
+const err = (cls: ClassifiedError['class'], code?: number): ClassifiedError => ({ class: cls, message: 'm', ...(code ? { code } : {}) });
+
+describe('retry policy', () => {
+  test('conflicts are re-observed a bounded number of times, then delivered again', () => {
+    const nexts = Array.from({ length: MAX_CONFLICT_ATTEMPTS }, (_, i) => afterConflict(i + 1));
+    expect(nexts.slice(0, -1).every((n) => n === 'reobserve')).toBe(true);
+    expect(nexts.at(-1)).toBe('redeliver');
+  });
+
+  test('a failed read or status write is always delivered again', () => {
+    expect(afterGatewayFailure(err('transient', 503), 1)).toBe('redeliver');
+    expect(afterGatewayFailure(err('persistent', 403), 1)).toBe('redeliver');
+    expect(afterGatewayFailure(err('conflict', 409), 1)).toBe('reobserve');
+  });
+
+  test('a refused create is permanent and settles; other write failures are delivered again', () => {
+    expect(afterDeploymentWriteFailure({ ...err('persistent', 422), class: 'persistent' }, 'create')).toEqual({ failureClass: 'permanent', next: 'settle' });
+    expect(afterDeploymentWriteFailure({ ...err('persistent', 422), class: 'persistent' }, 'update')).toEqual({ failureClass: 'persistent', next: 'redeliver' });
+    expect(afterDeploymentWriteFailure({ ...err('transient', 500), class: 'transient' }, 'create')).toEqual({ failureClass: 'transient', next: 'redeliver' });
+  });
+
+  test('a GatewayClass reconcile settles on a persistent refusal', () => {
+    expect(afterClassFailure(err('persistent', 403), 1)).toBe('settle');
+    expect(afterClassFailure(err('transient'), 1)).toBe('redeliver');
+    expect(afterClassFailure(err('conflict', 409), MAX_CONFLICT_ATTEMPTS)).toBe('redeliver');
+  });
+
+  test('the dead-letter record is delivered again only when it failed transiently', () => {
+    expect(afterDeadLetter(err('transient'), true)).toBe('redeliver');
+    expect(afterDeadLetter(err('transient'), false)).toBe('settle');
+    expect(afterDeadLetter(err('persistent', 403), true)).toBe('settle');
+    expect(afterDeadLetter(undefined, true)).toBe('settle');
+  });
+
+  test('the HTTP answers', () => {
+    expect(answerFor('redeliver')).toBe(503);
+    expect(answerFor('settle')).toBe(204);
+  });
+
+  test.each([
+    [undefined, true],
+    [404, true],
+    [408, true],
+    [409, true],
+    [429, true],
+    [500, true],
+    [503, true],
+    [400, false],
+    [403, false],
+    [413, false],
+  ])('a sink answering %s is retried: %s', (status, retried) => {
+    expect(sinkRefusalRetriable(status)).toBe(retried);
+  });
+});
