@@ -2,6 +2,7 @@ import type { CloudEventV1 } from 'cloudevents';
 import { z } from 'zod';
 import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_TYPE, WATCHED_KINDS, type WatchedKind } from './types.js';
 import { GATEWAY_GROUP, MERIDIO_GROUP } from '../functions/api-names.js';
+import { ObserveHintSchema, type ObserveHint } from '../functions/reconcile/plan/observe-hint.js';
 
 // Every CloudEvent the function accepts, parsed into one tagged union. Event
 // content is a hint, never the truth (the reconcile reads current state), so
@@ -47,6 +48,8 @@ export const ReconcileData = z.looseObject({
   name: ObjectName,
   /** What triggered the fan-out, for logs only. */
   cause: z.looseObject({ type: z.string().max(256), id: z.string().max(256), subject: z.string().max(1024).optional() }).optional(),
+  /** What the Gateway names, as dispatch saw it: read first, trusted never (a malformed one is dropped, not refused). */
+  hint: ObserveHintSchema.optional().catch(undefined),
 });
 export type ReconcileData = z.infer<typeof ReconcileData>;
 
@@ -61,7 +64,7 @@ export type Incoming =
       /** Resource mode only: the object as the event carried it (the new one on update, the last one on delete). */
       object: WatchedObject | undefined;
     }
-  | { kind: 'reconcile'; key: GatewayKey; cause: ReconcileData['cause'] }
+  | { kind: 'reconcile'; key: GatewayKey; cause: ReconcileData['cause']; hint?: ObserveHint }
   | { kind: 'ping' }
   | { kind: 'dead-letter'; key: GatewayKey; error: { code: number | undefined; destination: string | undefined; data: string | undefined } }
   /** Well-formed but not for us: answered 2xx and logged. */
@@ -150,7 +153,7 @@ export function parseIncoming(event: CloudEventV1<unknown>, deadLetterPath = fal
   }
   if (type === RECONCILE_TYPE) {
     const d = parse(ReconcileData, data(event), 'reconcile data');
-    return { kind: 'reconcile', key: { namespace: d.namespace, name: d.name }, cause: d.cause };
+    return { kind: 'reconcile', key: { namespace: d.namespace, name: d.name }, cause: d.cause, ...(d.hint ? { hint: d.hint } : {}) };
   }
   if (type === PING_TYPE) return { kind: 'ping' };
 

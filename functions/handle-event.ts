@@ -1,5 +1,5 @@
 import type { GatewayKey, Incoming } from '../events/incoming.js';
-import { keysForApiEvent, keysForResync, type DispatchScope } from './dispatch/dispatch.js';
+import { targetsForApiEvent, targetsForResync, type DispatchScope, type Target } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
 import { classifyError } from './kube/classify-error.js';
 import { afterDeadLetter, answerFor } from './kube/retry-policy.js';
@@ -45,8 +45,8 @@ const keyText = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
 
 // A run is shared by every request that waits for it, so it gets a budget of
 // its own rather than the one of whichever request happened to start it.
-function reconcileOnce(key: GatewayKey, deps: HandlerDeps): Promise<ReconcileResult> {
-  return deps.queue.run(keyText(key), () => withDeadline(deps.budgetMs, () => reconcile(key, deps.reconcile)));
+function reconcileOnce({ key, hint }: Target, deps: HandlerDeps): Promise<ReconcileResult> {
+  return deps.queue.run(keyText(key), () => withDeadline(deps.budgetMs, () => reconcile(key, deps.reconcile, hint ? { hint } : {})));
 }
 
 function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
@@ -58,12 +58,13 @@ function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
   };
 }
 
-async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { type: string; id: string }): Promise<Handled> {
+async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }): Promise<Handled> {
   if (keys.length === 0) return { status: 204, outcome: 'no-gateway-affected', gateways: 0 };
   // One Gateway: reconcile it in this invocation, no extra hop.
-  if (keys.length === 1) return fromReconcile(keys[0] as GatewayKey, await reconcileOnce(keys[0] as GatewayKey, deps));
+  const [only] = keys;
+  if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps));
   if (deps.sink) {
-    const r = await fanOut(keys, cause, { sink: deps.sink });
+    const r = await fanOut(keys.map((t) => ({ ...t.key, ...(t.hint ? { hint: t.hint } : {}) })), cause, { sink: deps.sink });
     if (r.failed.length > 0) {
       return { status: answerFor('redeliver'), outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     }
@@ -73,7 +74,7 @@ async function reconcileMany(keys: GatewayKey[], deps: HandlerDeps, cause: { typ
   let retry = 0;
   const worker = async (): Promise<void> => {
     while (next < keys.length) {
-      const r = await reconcileOnce(keys[next++] as GatewayKey, deps);
+      const r = await reconcileOnce(keys[next++] as Target, deps);
       if (r.retry) retry++;
     }
   };
@@ -112,7 +113,7 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
     case 'ignored':
       return { status: 202, outcome: 'ignored', detail: incoming.reason };
     case 'reconcile':
-      return fromReconcile(incoming.key, await reconcileOnce(incoming.key, deps));
+      return fromReconcile(incoming.key, await reconcileOnce(incoming, deps));
     case 'dead-letter': {
       const e = incoming.error;
       const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
@@ -122,11 +123,11 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
     }
     case 'ping': {
       const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await keysForResync(deps.api, deps.scope), deps, event));
+      return withClasses(classes, await reconcileMany(await targetsForResync(deps.api, deps.scope), deps, event));
     }
     case 'apiserver': {
       const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await keysForApiEvent(deps.api, deps.scope, incoming), deps, event));
+      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming), deps, event));
     }
   }
 }

@@ -28,8 +28,12 @@ export interface P2Result {
   bareGet: Summary;
   /** GET through KubeConfig.makeApiClient(CustomObjectsApi) as shipped: a new connection and TLS handshake per request (client-node 2.0.1). */
   bareGetMakeApiClient: Summary;
+  /** The same no-op posted without the observe hint (two read rounds instead of one). */
+  noopWithoutHint: Summary;
   /** median(no-op) / median(bare GET, pooled): the target's ratio. */
   ratio: number;
+  /** median(no-op without hint) / median(bare GET, pooled). */
+  ratioWithoutHint: number;
   /** median(no-op) / median(bare GET, makeApiClient). */
   ratioMakeApiClient: number;
   /** The function's own durationMs (from its log, whole ms) for the no-op, i.e. without the HTTP hop from the bench. */
@@ -58,9 +62,13 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
     const get: number[] = [];
     const getStock: number[] = [];
     const noopIds: string[] = [];
+    const unhinted: number[] = [];
+    // What fan-out and the resync send: the Gateway's class and configuration (functions/reconcile/plan/observe-hint.ts).
+    const hint = { gatewayClassName: ctx.className, configuration: { namespace: ns, name: 'cfg' }, routeScope: 'same' as const };
     for (let i = 0; i < opts.warmup + opts.samples; i++) {
-      const ev = reconcileEvent(key);
+      const ev = reconcileEvent({ ...key, hint });
       const r = await fn.post(ev);
+      const u = await fn.post(reconcileEvent(key));
       const t = performance.now();
       await bare.getNamespacedCustomObject({ ...GATEWAYS, namespace: ns, name: 'warm' });
       const g = performance.now() - t;
@@ -69,6 +77,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
       const g2 = performance.now() - t2;
       if (i < opts.warmup) continue;
       noop.push(r.ms);
+      unhinted.push(u.ms);
       get.push(g);
       getStock.push(g2);
       noopIds.push(ev.id);
@@ -97,7 +106,9 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
       configurationChange: summarize(change),
       bareGet: summarize(get),
       bareGetMakeApiClient: summarize(getStock),
+      noopWithoutHint: summarize(unhinted),
       ratio: median(noop) / median(get),
+      ratioWithoutHint: median(unhinted) / median(get),
       ratioMakeApiClient: median(noop) / median(getStock),
       noopInFunction: summarize(noopInFn),
       configurationChangeInFunction: summarize(changeInFn),

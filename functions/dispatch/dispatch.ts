@@ -1,6 +1,7 @@
 import type { GatewayKey, Incoming } from '../../events/incoming.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import type { Gateway } from '../reconcile/plan/schemas.js';
+import { hintOf, type ObserveHint } from '../reconcile/plan/observe-hint.js';
+import { GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../reconcile/plan/schemas.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import {
   deploymentOwner,
@@ -33,43 +34,69 @@ function inScope(scope: DispatchScope, keys: GatewayKey[]): GatewayKey[] {
   return uniqueKeys(filtered.filter((k) => k.namespace !== '' && k.name !== ''));
 }
 
+/** A Gateway to reconcile, with what dispatch already knows of what it names (observe-hint.ts). */
+export interface Target {
+  key: GatewayKey;
+  hint?: ObserveHint;
+}
+
+/**
+ * Keys in scope, each with the hint its Gateway (as just listed) gives; the
+ * classes, when listed too, add the class default.
+ */
+function targets(scope: DispatchScope, keys: GatewayKey[], gateways: Gateway[] = [], classes?: GatewayClass[]): Target[] {
+  const byKey = new Map(gateways.map((gw) => [`${gw.metadata.namespace ?? ''}/${gw.metadata.name}`, gw]));
+  return inScope(scope, keys).map((key) => {
+    const gw = byKey.get(`${key.namespace}/${key.name}`);
+    return gw ? { key, hint: hintOf(gw, classes) } : { key };
+  });
+}
+
 /**
  * The Gateways an API event affects. Reads only the lists the rule needs;
  * the reconciles that follow read everything else fresh.
  */
-export async function keysForApiEvent(api: KubeApi, scope: DispatchScope, incoming: ApiServerIncoming): Promise<GatewayKey[]> {
+export async function targetsForApiEvent(api: KubeApi, scope: DispatchScope, incoming: ApiServerIncoming): Promise<Target[]> {
   const { resource, object } = incoming;
   const ns = resource.namespace ?? '';
   switch (resource.kind) {
-    case 'Gateway':
-      return inScope(scope, [{ namespace: ns, name: resource.name }]);
+    case 'Gateway': {
+      // Resource mode carries the Gateway itself.
+      const gateway = object ? GatewaySchema.safeParse(object) : undefined;
+      return targets(scope, [{ namespace: ns, name: resource.name }], gateway?.success ? [gateway.data] : []);
+    }
     case 'Deployment': {
       if (object) {
         const owner = deploymentOwner(object);
-        return inScope(scope, owner ? [owner] : []);
+        return targets(scope, owner ? [owner] : []);
       }
-      return inScope(scope, gatewaysByDeploymentName(await gatewaysIn(api, scope, ns), ns, resource.name));
+      const gateways = await gatewaysIn(api, scope, ns);
+      return targets(scope, gatewaysByDeploymentName(gateways, ns, resource.name), gateways);
     }
     case 'GatewayConfiguration': {
-      const own = gatewaysUsingConfiguration(await gatewaysIn(api, scope, ns), ns, resource.name);
+      const [local, classes] = await Promise.all([gatewaysIn(api, scope, ns), api.listGatewayClasses()]);
+      const own = gatewaysUsingConfiguration(local, ns, resource.name);
       // A class default reaches Gateways in every namespace: list them only when some class names it.
-      const classes = classesDefaultingTo(await api.listGatewayClasses(), ns, resource.name);
-      const defaulted = classes.length === 0 ? [] : gatewaysDefaultedBy(await gatewaysIn(api, scope), classes);
-      return inScope(scope, [...own, ...defaulted]);
+      const defaulting = classesDefaultingTo(classes, ns, resource.name);
+      const everywhere = defaulting.length === 0 ? [] : await gatewaysIn(api, scope);
+      return targets(scope, [...own, ...gatewaysDefaultedBy(everywhere, defaulting)], [...local, ...everywhere], classes);
     }
-    case 'GatewayClass':
-      return inScope(scope, gatewaysOfClass(await gatewaysIn(api, scope), resource.name));
+    case 'GatewayClass': {
+      const gateways = await gatewaysIn(api, scope);
+      const gatewayClass = object ? GatewayClassSchema.safeParse(object) : undefined;
+      return targets(scope, gatewaysOfClass(gateways, resource.name), gateways, gatewayClass?.success ? [gatewayClass.data] : undefined);
+    }
     case 'L34Route': {
       // Every served namespace: a route may name, or have left, a Gateway
       // in another namespace that admits it.
       const gateways = await gatewaysIn(api, scope);
-      return inScope(scope, object ? routeGateways(object, gateways) : gatewaysInReach(gateways, ns));
+      return targets(scope, object ? routeGateways(object, gateways) : gatewaysInReach(gateways, ns), gateways);
     }
   }
 }
 
 /** The resync: every Gateway whose class is ours. */
-export async function keysForResync(api: KubeApi, scope: DispatchScope): Promise<GatewayKey[]> {
+export async function targetsForResync(api: KubeApi, scope: DispatchScope): Promise<Target[]> {
   const [classes, gateways] = await Promise.all([api.listGatewayClasses(), gatewaysIn(api, scope)]);
-  return inScope(scope, managedGateways(gateways, classes, scope.controllerName));
+  return targets(scope, managedGateways(gateways, classes, scope.controllerName), gateways, classes);
 }

@@ -2,6 +2,7 @@ import { HTTP } from 'cloudevents';
 import type { GatewayKey, ReconcileData } from '../../events/incoming.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { sinkRefusalRetriable } from '../kube/retry-policy.js';
+import type { ObserveHint } from '../reconcile/plan/observe-hint.js';
 
 // One reconcile request per Gateway, posted to K_SINK (the Broker in a
 // cluster). Bounded concurrency keeps a resync of thousands of Gateways from
@@ -21,7 +22,7 @@ export interface FanOutResult {
   failed: { key: GatewayKey; error: string }[];
 }
 
-async function postOnce(sink: string, key: GatewayKey, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retry: boolean; error: string }> {
+async function postOnce(sink: string, key: ReconcileRequest, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retry: boolean; error: string }> {
   const message = HTTP.binary(reconcileEvent(key, cause));
   try {
     const res = await fetch(sink, {
@@ -38,13 +39,16 @@ async function postOnce(sink: string, key: GatewayKey, cause: ReconcileData['cau
   }
 }
 
-export async function fanOut(keys: GatewayKey[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
+/** A Gateway key, and the observe hint the request carries along when dispatch has one. */
+export type ReconcileRequest = GatewayKey & { hint?: ObserveHint };
+
+export async function fanOut(keys: ReconcileRequest[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
   const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000 } = opts;
   const result: FanOutResult = { sent: 0, failed: [] };
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < keys.length) {
-      const key = keys[next++] as GatewayKey;
+      const key = keys[next++] as ReconcileRequest;
       for (let attempt = 0; ; attempt++) {
         const r = await postOnce(sink, key, cause, timeoutMs);
         if (r.ok) {
@@ -52,7 +56,7 @@ export async function fanOut(keys: GatewayKey[], cause: ReconcileData['cause'], 
           break;
         }
         if (!r.retry || attempt >= retries) {
-          result.failed.push({ key, error: r.error });
+          result.failed.push({ key: { namespace: key.namespace, name: key.name }, error: r.error });
           break;
         }
         await new Promise((res) => setTimeout(res, backoffMs * 2 ** attempt));

@@ -1,45 +1,61 @@
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { deploymentName } from './plan/names.js';
-import { effectiveParametersRef, readableRef } from './plan/parameters-ref.js';
+import { readPlanOf, type ObserveHint } from './plan/observe-hint.js';
 import type { Observed } from './plan/plan-types.js';
 import type { Settings } from './plan/render-deployment.js';
 import { routeScope } from './plan/route-attachment.js';
+import type { GatewayClass, GatewayConfiguration } from './plan/schemas.js';
 import type { Template } from './template.js';
 
 /**
- * Reads the current state of one Gateway and everything its plan depends on.
- * Two rounds of parallel reads: what the key alone names (Gateway, its
- * Deployment, the namespace's routes), then what the Gateway names (its
- * class and its GatewayConfiguration, and, only when a listener admits routes
- * from other namespaces, every namespace's routes and, for a label selector,
- * the namespaces).
+ * Reads the current state of one Gateway and everything its plan depends on
+ * (docs/design.md §2). The first round reads, in parallel, what the key names
+ * (the Gateway, its Deployment, the routes) and what the event's hint names
+ * (the class, the GatewayConfiguration, the namespaces for a label selector).
+ * Whatever the Gateway as read names differently, or the hint left out, is
+ * read in a second round (and a third for a class default learnt only from
+ * the class). A reconcile with a right hint therefore costs one round trip; a
+ * wrong or missing hint costs rounds, never correctness.
  */
 export async function observe(
   api: KubeApi,
   key: { namespace: string; name: string },
   context: { template: Template; settings: Settings; now: string },
+  hint?: ObserveHint,
 ): Promise<Observed> {
-  const [gateway, deployment, namespaceRoutes] = await Promise.all([
+  const wide = hint?.routeScope !== undefined && hint.routeScope !== 'same';
+  const [gateway, deployment, firstRoutes, hintedClass, hintedConfiguration, hintedNamespaces] = await Promise.all([
     api.getGateway(key.namespace, key.name),
     api.getDeployment(key.namespace, deploymentName(key.name)),
-    api.listL34Routes(key.namespace),
+    wide ? api.listL34Routes() : api.listL34Routes(key.namespace),
+    hint ? api.getGatewayClass(hint.gatewayClassName) : undefined,
+    hint?.configuration ? api.getGatewayConfiguration(hint.configuration.namespace, hint.configuration.name) : undefined,
+    hint?.routeScope === 'selector' ? api.listNamespaces() : undefined,
   ]);
+  const namespaceRoutes = wide ? firstRoutes.filter((r) => r.metadata.namespace === key.namespace) : firstRoutes;
   const base = { key, deployment, template: context.template, settings: context.settings, now: context.now };
   if (!gateway) return { ...base, routes: namespaceRoutes, namespaces: null, gateway: null, gatewayClass: null, gatewayConfiguration: null };
-  const ref = gateway.spec.infrastructure?.parametersRef;
-  // A wrong group or kind is the planner's to report; only a well-formed
-  // reference is worth a read.
-  const wantsConfiguration = ref !== undefined && ref.group === MERIDIO_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND;
+
+  // Reads made on the hint's word count only where the Gateway agrees.
+  let gatewayClass: GatewayClass | null | undefined = hint?.gatewayClassName === gateway.spec.gatewayClassName ? hintedClass : undefined;
+  const configurationFor = async (want: { namespace: string; name: string } | null): Promise<GatewayConfiguration | null> => {
+    if (want === null) return null;
+    const had = hint?.configuration;
+    if (hintedConfiguration !== undefined && had && had.namespace === want.namespace && had.name === want.name) return hintedConfiguration;
+    return api.getGatewayConfiguration(want.namespace, want.name);
+  };
+
+  // Known before the class only when the Gateway names its own configuration.
+  const early = readPlanOf(gateway, gatewayClass);
   const scope = routeScope(gateway);
-  const [gatewayClass, gatewayConfiguration, allRoutes, namespaces] = await Promise.all([
-    api.getGatewayClass(gateway.spec.gatewayClassName),
-    wantsConfiguration ? api.getGatewayConfiguration(key.namespace, ref.name) : Promise.resolve(null),
-    scope === 'same' ? Promise.resolve(null) : api.listL34Routes(),
-    scope === 'selector' ? api.listNamespaces() : Promise.resolve(null),
+  const [readClass, earlyConfiguration, routes, namespaces] = await Promise.all([
+    gatewayClass === undefined ? api.getGatewayClass(gateway.spec.gatewayClassName) : gatewayClass,
+    early ? configurationFor(early.configuration) : undefined,
+    scope === 'same' ? namespaceRoutes : wide ? firstRoutes : api.listL34Routes(),
+    scope !== 'selector' ? null : (hintedNamespaces ?? api.listNamespaces()),
   ]);
+  gatewayClass = readClass;
   // No reference of its own: the class's default, which only the class names.
-  const classRef = ref === undefined ? effectiveParametersRef(gateway, gatewayClass) : undefined;
-  const configuration = readableRef(classRef) ? await api.getGatewayConfiguration(classRef.namespace, classRef.name) : gatewayConfiguration;
-  return { ...base, routes: allRoutes ?? namespaceRoutes, namespaces, gateway, gatewayClass, gatewayConfiguration: configuration };
+  const gatewayConfiguration = earlyConfiguration !== undefined ? earlyConfiguration : await configurationFor(readPlanOf(gateway, gatewayClass)?.configuration ?? null);
+  return { ...base, routes, namespaces, gateway, gatewayClass, gatewayConfiguration };
 }

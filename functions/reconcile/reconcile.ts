@@ -2,6 +2,7 @@ import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
 import { afterDeploymentWriteFailure, afterGatewayFailure, MAX_CONFLICT_ATTEMPTS } from '../kube/retry-policy.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
+import type { ObserveHint } from './plan/observe-hint.js';
 import { plan } from './plan/plan.js';
 import type { Observed, Outcome, Plan, WriteFailure } from './plan/plan-types.js';
 import { recordEvent } from './record-event.js';
@@ -42,12 +43,19 @@ function rfc3339(d: Date): string {
 
 class ConflictRetry extends Error {}
 
+export interface ReconcileOptions {
+  /** Set by the dead-letter path. */
+  retriesExhausted?: { message: string };
+  /** What the event says the Gateway names: read in the first round (observe.ts). */
+  hint?: ObserveHint;
+}
+
 type AttemptResult = Omit<ReconcileResult, 'attempts'>;
 
 export async function reconcile(
   key: { namespace: string; name: string },
   deps: ReconcileDeps,
-  options: { retriesExhausted?: { message: string } } = {},
+  options: ReconcileOptions = {},
 ): Promise<ReconcileResult> {
   for (let attempts = 1; ; attempts++) {
     // Each attempt reports only what happened in it: a 503 from an attempt
@@ -72,12 +80,12 @@ export async function reconcile(
 async function attempt(
   key: { namespace: string; name: string },
   deps: ReconcileDeps,
-  options: { retriesExhausted?: { message: string } },
+  options: ReconcileOptions,
   result: AttemptResult,
 ): Promise<void> {
   const now = deps.clock();
   const observed: Observed = {
-    ...(await observe(deps.api, key, { template: deps.template, settings: deps.settings, now: rfc3339(now) })),
+    ...(await observe(deps.api, key, { template: deps.template, settings: deps.settings, now: rfc3339(now) }, options.hint)),
     ...(options.retriesExhausted ? { retriesExhausted: options.retriesExhausted } : {}),
   };
   let final: Plan = plan(observed);
