@@ -12,6 +12,7 @@ import { APPLIED, condition, configurationSpec, createClass, createConfiguration
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type FunctionProcess } from '../support/processes.js';
 import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
+import { stableAddress, type StableAddress } from '../support/stable-address.js';
 
 // The whole event path with real parts: kube-apiserver → the Knative
 // ApiServerSource receive adapter (built from knative.dev/eventing) → the
@@ -35,6 +36,7 @@ async function post(url: string, event: ReturnType<typeof pingEvent>): Promise<n
 describe('end to end with the real ApiServerSource adapter', () => {
   const ns = useNamespace('e2e');
   let fn: FunctionProcess | undefined;
+  let front: StableAddress | undefined;
   let adapter: AdapterProcess | undefined;
   let fnEnv: Record<string, string>;
   let cls: string;
@@ -46,7 +48,8 @@ describe('end to end with the real ApiServerSource adapter', () => {
     const token = (controller.kc.getCurrentUser()?.token ?? '') as string;
     fnEnv = { KUBECONFIG: writeTokenKubeconfig(token), WATCH_NAMESPACES: ns(), CONTROLLER_NAME };
     fn = await startFunctionProcess(fnEnv);
-    adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: `${fn.url}/`, namespaces: [ns()], resources: ADAPTER_RESOURCES });
+    front = await stableAddress(fn.port);
+    adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: `${front.url}/`, namespaces: [ns()], resources: ADAPTER_RESOURCES });
     // The adapter sends nothing for what exists when it starts, and its
     // watches open asynchronously: touch a probe object until its event
     // reaches the function.
@@ -60,6 +63,7 @@ describe('end to end with the real ApiServerSource adapter', () => {
 
   afterEach(async () => {
     await adapter?.stop();
+    await front?.close();
     await fn?.stop();
   });
 
@@ -132,7 +136,11 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await creating;
     await createConfiguration(ns(), 'cfg2');
     await adminConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({ ...L34ROUTES, namespace: ns(), body: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'L34Route', metadata: { name: 'r' }, spec: { parentRefs: [{ name: 'k1' }], destinationCIDRs: ['20.0.0.9/32'], protocols: ['TCP'], priority: 1 } } });
-    fn = await startFunctionProcess(fnEnv, fn!.port);
+    // A new port behind the same address, as a new Pod behind the Service.
+    const dead = fn!.port;
+    fn = await startFunctionProcess(fnEnv);
+    expect(fn.port).not.toBe(dead);
+    front!.retarget(fn.port);
     expect(await post(`${fn.url}/`, pingEvent())).toBeLessThan(300);
     for (const g of names) await waitFor(`${g} converged`, programmedAndApplied(g), { timeoutMs: 30000 });
     expect((await readGateway(ns(), 'k1')).status?.addresses).toEqual([{ type: 'IPAddress', value: '20.0.0.9' }]);

@@ -5,7 +5,7 @@ import { APPLIED_CONFIGURATION_NAME } from '../../functions/reconcile/plan/appli
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import type { Incoming } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';
-import { APPLIED, condition, configurationSpec, createConfiguration, createGateway, createRoute, deleteObject, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
+import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, createRoute, deleteObject, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';
 import { storedListeners } from '../../functions/reconcile/plan/listener-status.js';
 import { useWorld } from '../support/world.js';
@@ -21,7 +21,7 @@ function ref(name: string, namespace: string): Record<string, string> {
 }
 
 async function createClassWithRef(name: string, parametersRef: Record<string, string>): Promise<void> {
-  await custom().createClusterCustomObject({ ...GATEWAY_CLASSES, body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name }, spec: { controllerName: CONTROLLER_NAME, parametersRef } } });
+  await createClass(name, CONTROLLER_NAME, { parametersRef });
 }
 
 async function switchClassRef(name: string, parametersRef: Record<string, string>): Promise<void> {

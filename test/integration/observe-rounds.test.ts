@@ -8,7 +8,7 @@ import { GatewayClassSchema } from '../../functions/reconcile/plan/schemas.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { WatchedObject } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';
-import { createConfiguration, createGateway, readGateway } from '../support/fixtures.js';
+import { createClass, createConfiguration, createGateway, readGateway } from '../support/fixtures.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
 
@@ -53,11 +53,6 @@ const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjects
 describe('observe: one read round with a right hint', () => {
   const w = useWorld('rounds');
   const now = '2026-01-01T00:00:00Z';
-  const classesMade: string[] = [];
-
-  afterAll(async () => {
-    for (const name of classesMade) await custom().deleteClusterCustomObject({ ...GATEWAY_CLASSES, name }).catch(() => undefined);
-  });
 
   async function observed(hint?: ObserveHint, key = w.key()): Promise<{ result: Awaited<ReturnType<typeof observe>>; calls: Call[] }> {
     const r = recording(w.r().api);
@@ -102,12 +97,8 @@ describe('observe: one read round with a right hint', () => {
   it('a class default: one round with the classes known, three without', async () => {
     const ns = w.ns();
     const cls = `dflt-${ns}`;
-    classesMade.push(cls);
     await createConfiguration(ns, 'class-cfg');
-    await custom().createClusterCustomObject({
-      ...GATEWAY_CLASSES,
-      body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: cls }, spec: { controllerName: CONTROLLER_NAME, parametersRef: { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'class-cfg', namespace: ns } } },
-    });
+    await createClass(cls, CONTROLLER_NAME, { parametersRef: { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'class-cfg', namespace: ns } });
     const gateway = await createGateway(ns, 'plain', cls);
     const gatewayClass = GatewayClassSchema.parse(await custom().getClusterCustomObject({ ...GATEWAY_CLASSES, name: cls }));
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { AppsV1Api, CustomObjectsApi, loadYaml } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import { GATEWAYS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_UID } from '../../functions/reconcile/plan/applied-annotations.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { parseTemplate, type Template } from '../../functions/reconcile/template.js';
@@ -10,6 +10,7 @@ import {
   APPLIED,
   condition,
   configurationSpec,
+  createClass,
   createConfiguration,
   createGateway,
   deleteObject,
@@ -126,7 +127,7 @@ describe('reconcile rules', () => {
     await reconcile(w.key(), r.deps);
     // controllerName is immutable on a class: move the Gateway to another class instead.
     const other = `other-${ns()}`;
-    await custom().createClusterCustomObject({ ...GATEWAY_CLASSES, body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: other }, spec: { controllerName: 'example.com/another-controller' } } });
+    await createClass(other, 'example.com/another-controller');
     await editSpec(GATEWAYS, ns(), 'gw', (s) => ({ ...s, gatewayClassName: other }));
     const res = await reconcile(w.key(), r.deps);
     expect(res.outcome).toBe('not-ours');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { RbacAuthorizationV1Api, loadAllYaml, type V1ClusterRole } from '@kubernetes/client-node';
-import { adminConfig, serviceAccountConfig } from './cluster.js';
+import { adminConfig, deleteAfterTest, serviceAccountConfig } from './cluster.js';
 import { writeTokenKubeconfig } from './processes.js';
 
 // The ApiServerSource receive adapter runs as the shipped ApiServerSource
@@ -24,6 +24,7 @@ export async function adapterIdentity(namespace: string): Promise<string> {
     if ((err as { code?: number }).code !== 409) throw err;
   });
   const { kc } = await serviceAccountConfig(namespace, ADAPTER_SA);
+  deleteAfterTest(`ClusterRoleBinding ${name}-${namespace}`, () => rbac.deleteClusterRoleBinding({ name: `${name}-${namespace}` }));
   await rbac.createClusterRoleBinding({
     body: { metadata: { name: `${name}-${namespace}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'ServiceAccount', name: ADAPTER_SA, namespace }] },
   });

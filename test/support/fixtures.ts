@@ -3,7 +3,7 @@ import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref 
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../functions/reconcile/plan/schemas.js';
 import { gatewayBody } from '../../tools/gateway-manifest.js';
-import { adminConfig } from './cluster.js';
+import { adminConfig, deleteAfterTest } from './cluster.js';
 import { CONTROLLER_NAME } from './reconciler.js';
 
 // Objects the tests create as the admin (the user), and ways to read back
@@ -25,8 +25,10 @@ export function configurationSpec(overrides: Spec = {}): Spec {
   };
 }
 
-export async function createClass(name: string, controllerName = CONTROLLER_NAME): Promise<void> {
-  await custom().createClusterCustomObject({ ...GATEWAY_CLASSES, body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name }, spec: { controllerName } } });
+/** A GatewayClass, deleted after the test (deleteAfterTest); `spec` adds to controllerName. */
+export async function createClass(name: string, controllerName = CONTROLLER_NAME, spec: Spec = {}): Promise<void> {
+  await custom().createClusterCustomObject({ ...GATEWAY_CLASSES, body: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name }, spec: { controllerName, ...spec } } });
+  deleteAfterTest(`GatewayClass ${name}`, () => custom().deleteClusterCustomObject({ ...GATEWAY_CLASSES, name }));
 }
 
 export async function createConfiguration(namespace: string, name: string, spec: Spec = configurationSpec()): Promise<{ metadata: { uid: string; generation: number } }> {

@@ -4,7 +4,7 @@ import { kubeApi, type KubeApi } from '../../functions/kube/kube-api.js';
 import type { ReconcileDeps } from '../../functions/reconcile/reconcile.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, serviceAccountConfig, statusOf } from './cluster.js';
+import { adminConfig, deleteAfterTest, serviceAccountConfig, statusOf } from './cluster.js';
 
 // Reconciles in integration tests run exactly as in production: as the
 // controller's ServiceAccount, bound to the ClusterRole shipped in infra/,
@@ -45,6 +45,7 @@ export async function controllerIdentity(namespace: string, clock: () => Date = 
   const roleName = await installClusterRole(rbac);
   const sa = 'meridio-2-gateway-controller';
   const { kc, username } = await serviceAccountConfig(namespace, sa);
+  deleteAfterTest(`ClusterRoleBinding ${roleName}-${namespace}`, () => rbac.deleteClusterRoleBinding({ name: `${roleName}-${namespace}` }));
   await rbac.createClusterRoleBinding({
     body: {
       metadata: { name: `${roleName}-${namespace}` },
