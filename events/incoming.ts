@@ -166,24 +166,20 @@ export function parseIncoming(event: CloudEventV1<unknown>, deadLetterPath = fal
   if (resourceAction !== undefined) {
     const object = parse(WatchedObject, data(event), 'ApiServerSource resource data');
     if (kindExt !== undefined && kindExt !== object.kind) throw new BadEvent(`kind extension ${kindExt} does not match data.kind ${object.kind}`);
-    const kind = watchedKind(object.apiVersion, object.kind);
-    if (!kind) return { kind: 'ignored', reason: `${object.apiVersion} ${object.kind} is not watched` };
-    return {
-      kind: 'apiserver',
-      mode: 'resource',
-      action,
-      resource: { apiVersion: object.apiVersion, kind, name: object.metadata.name, namespace: object.metadata.namespace },
-      object,
-    };
+    return apiServerIncoming(action, { ...object.metadata, apiVersion: object.apiVersion, kind: object.kind }, object);
   }
-  const ref = parse(ObjectReference, data(event), 'ApiServerSource reference data');
+  return apiServerIncoming(action, parse(ObjectReference, data(event), 'ApiServerSource reference data'), undefined);
+}
+
+/** Resource mode carries the object, Reference mode only what names it. */
+function apiServerIncoming(action: Action, ref: { apiVersion: string; kind: string; name: string; namespace?: string | undefined }, object: WatchedObject | undefined): Incoming {
   const kind = watchedKind(ref.apiVersion, ref.kind);
   if (!kind) return { kind: 'ignored', reason: `${ref.apiVersion} ${ref.kind} is not watched` };
   return {
     kind: 'apiserver',
-    mode: 'ref',
+    mode: object ? 'resource' : 'ref',
     action,
     resource: { apiVersion: ref.apiVersion, kind, name: ref.name, namespace: ref.namespace },
-    object: undefined,
+    object,
   };
 }

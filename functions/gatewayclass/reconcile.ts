@@ -2,8 +2,9 @@
 // for exactly one GatewayClass, the same shape as the Gateway's. It writes
 // the status subresource at most once, and only when the plan differs from
 // what is stored.
-import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
-import { afterClassFailure } from '../kube/retry-policy.js';
+import { classifyError } from '../kube/classify-error.js';
+import { afterClassFailure, type InvocationResult } from '../kube/retry-policy.js';
+import { conditionTime } from '../reconcile/plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { Deployment } from '../reconcile/plan/schemas.js';
@@ -17,22 +18,12 @@ export interface ClassReconcileDeps {
   clock: () => Date;
 }
 
-export interface ClassReconcileResult {
+export interface ClassReconcileResult extends InvocationResult<ClassOutcome> {
   name: string;
-  outcome: ClassOutcome | 'error';
-  statusWritten: boolean;
-  /** True when the caller should answer 503 so the event is delivered again. */
-  retry: boolean;
-  attempts: number;
-  error?: ClassifiedError;
-}
-
-function rfc3339(d: Date): string {
-  return d.toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
 export async function observeClass(name: string, deps: ClassReconcileDeps): Promise<ClassObserved> {
-  const base = { name, controllerName: deps.controllerName, template: deps.template, now: rfc3339(deps.clock()) };
+  const base = { name, controllerName: deps.controllerName, template: deps.template, now: conditionTime(deps.clock()) };
   const gatewayClass = await deps.api.getGatewayClass(name);
   // Nothing else is worth a read for a class that is not ours.
   if (gatewayClass === null || gatewayClass.spec.controllerName !== deps.controllerName) {

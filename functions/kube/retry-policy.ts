@@ -7,6 +7,17 @@ import type { ClassifiedError, ErrorClass } from './classify-error.js';
 
 export type Next = 'reobserve' | 'redeliver' | 'settle';
 
+/** What one reconcile (of a Gateway or a GatewayClass) reports to the front door. */
+export interface InvocationResult<Outcome extends string> {
+  outcome: Outcome | 'error';
+  /** True when the caller should answer 503 so the event is delivered again. */
+  retry: boolean;
+  statusWritten: boolean;
+  attempts: number;
+  /** The API failure that decided the outcome, if any. */
+  error?: ClassifiedError;
+}
+
 /** A conflict means someone else wrote in between; re-observing settles it within a few rounds. */
 export const MAX_CONFLICT_ATTEMPTS = 5;
 

@@ -1,5 +1,6 @@
 import { classifyError, type ClassifiedError } from '../kube/classify-error.js';
-import { afterDeploymentWriteFailure, afterGatewayFailure, MAX_CONFLICT_ATTEMPTS } from '../kube/retry-policy.js';
+import { afterDeploymentWriteFailure, afterGatewayFailure, MAX_CONFLICT_ATTEMPTS, type InvocationResult } from '../kube/retry-policy.js';
+import { conditionTime } from './plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
 import type { ObserveHint } from './plan/observe-hint.js';
@@ -23,23 +24,11 @@ export interface ReconcileDeps {
   instance: string;
 }
 
-export interface ReconcileResult {
-  outcome: Outcome | 'error';
-  /** True when the caller should answer 503 so the event is delivered again. */
-  retry: boolean;
+export interface ReconcileResult extends InvocationResult<Outcome> {
   deploymentWritten: boolean;
-  statusWritten: boolean;
   eventsWritten: number;
-  attempts: number;
-  /** The API failure that decided the outcome, if any. */
-  error?: ClassifiedError;
 }
 
-
-/** Conditions use second precision, like every Kubernetes controller's metav1.Time. */
-function rfc3339(d: Date): string {
-  return d.toISOString().replace(/\.\d+Z$/, 'Z');
-}
 
 class ConflictRetry extends Error {}
 
@@ -85,7 +74,7 @@ async function attempt(
 ): Promise<void> {
   const now = deps.clock();
   const observed: Observed = {
-    ...(await observe(deps.api, key, { template: deps.template, settings: deps.settings, now: rfc3339(now) }, options.hint)),
+    ...(await observe(deps.api, key, { template: deps.template, settings: deps.settings, now: conditionTime(now) }, options.hint)),
     ...(options.retriesExhausted ? { retriesExhausted: options.retriesExhausted } : {}),
   };
   let final: Plan = plan(observed);

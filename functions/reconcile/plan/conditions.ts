@@ -68,3 +68,8 @@ export function upsertConditions(existing: Condition[], desired: ConditionSpec[]
 export function conditionsEqualIgnoringTime(a: Condition[], b: Condition[]): boolean {
   return a.length === b.length && a.every((c, i) => sameCondition(c, b[i]));
 }
+
+/** A condition time: second precision, like every Kubernetes controller's metav1.Time. */
+export function conditionTime(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, 'Z');
+}

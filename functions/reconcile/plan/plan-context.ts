@@ -2,7 +2,7 @@
 // live Deployment, sorted into "whoever owns it" and "ours".
 import { conditionAt, type ConditionSpec, type ConditionStatus } from './conditions.js';
 import type { StatusAddress } from './addresses.js';
-import type { Observed } from './plan-types.js';
+import type { Observed, Outcome, Plan } from './plan-types.js';
 import type { Condition, Deployment, Gateway } from './schemas.js';
 
 export interface Context {
@@ -27,4 +27,9 @@ export function condition(
   message: string,
 ): ConditionSpec {
   return conditionAt(ctx.generation, type, status, reason, message);
+}
+
+// A fresh object each time: callers may append to `events`.
+export function nothing(outcome: Outcome): Plan {
+  return { deployment: { action: 'none' }, status: null, statusChanged: false, events: [], outcome };
 }

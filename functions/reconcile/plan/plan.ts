@@ -6,21 +6,13 @@
 // and plans again with the result (`write`), then writes the status when
 // `statusChanged` and emits `events`. The first plan of a write therefore
 // carries no status: the second one, which knows how the write went, decides.
-import { gatewayAddresses, ADDRESS_TYPE_IP } from './addresses.js';
+import { gatewayAddresses } from './addresses.js';
 import { currentState, readAppliedState } from './applied-annotations.js';
-import {
-  CONDITION_ACCEPTED,
-  CONDITION_APPLIED,
-  CONDITION_LB_AVAILABLE,
-  CONDITION_PROGRAMMED,
-  conditionsEqualIgnoringTime,
-  findCondition,
-  upsertConditions,
-  type ConditionSpec,
-} from './conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED, findCondition, type ConditionSpec } from './conditions.js';
 import { admissionChange } from './admission-record.js';
 import { deploymentAction } from './deployment-action.js';
-import { condition, type Context } from './plan-context.js';
+import { condition, nothing, type Context } from './plan-context.js';
+import { planNotOurs } from './not-ours.js';
 import type { DeploymentAction, Observed, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
 import { collisionEvent, newVerdict, writeEvents } from './planned-events.js';
 import { deploymentName, isControlledBy, renderDeployment } from './render-deployment.js';
@@ -28,7 +20,6 @@ import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
 import { renderedProblem } from './rendered-checks.js';
 import { namespaceLabels } from './route-attachment.js';
 import {
-  acceptedMessage,
   acceptedTrue,
   appliedCondition,
   collisionMessage,
@@ -44,11 +35,6 @@ import { validateParameters } from './validate-configuration.js';
 
 export type { Observed, Plan } from './plan-types.js';
 export { acceptedMessage, MESSAGE_WAITING } from './status-decisions.js';
-
-// A fresh object each time: callers may append to `events`.
-function nothing(outcome: Outcome): Plan {
-  return { deployment: { action: 'none' }, status: null, statusChanged: false, events: [], outcome };
-}
 
 export function plan(observed: Observed): Plan {
   const { gateway } = observed;
@@ -82,39 +68,6 @@ function classIsOurs(observed: Observed, gateway: Gateway): boolean {
     gatewayClass.metadata.name === gateway.spec.gatewayClassName &&
     gatewayClass.spec.controllerName === observed.settings.controllerName
   );
-}
-
-// The class is someone else's (or gone). Touch nothing, except that an
-// Accepted=True we wrote would now be a lie: reset it to the Gateway API's
-// initial Unknown/Pending. Programmed and the rest are left as they are: they
-// describe the data plane, which is still there until the new owner acts.
-function planNotOurs(observed: Observed, gateway: Gateway): Plan {
-  const stored = gateway.status?.conditions ?? [];
-  const accepted = findCondition(stored, CONDITION_ACCEPTED);
-  if (accepted?.status !== 'True' || accepted.message !== acceptedMessage(observed.settings.controllerName)) {
-    return nothing('not-ours');
-  }
-  const conditions = upsertConditions(
-    stored,
-    [
-      {
-        type: CONDITION_ACCEPTED,
-        status: 'Unknown',
-        reason: 'Pending',
-        message: MESSAGE_WAITING,
-        observedGeneration: gateway.metadata.generation ?? 0,
-      },
-    ],
-    observed.now,
-  );
-  const addresses = (gateway.status?.addresses ?? []).map((a) => ({ type: a.type ?? ADDRESS_TYPE_IP, value: a.value }));
-  return {
-    deployment: { action: 'none' },
-    status: { conditions, addresses },
-    statusChanged: !conditionsEqualIgnoringTime(conditions, stored),
-    events: [],
-    outcome: 'not-ours',
-  };
 }
 
 // Invalid parameters: Accepted=False and nothing is written to the Deployment.

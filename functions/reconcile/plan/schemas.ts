@@ -83,10 +83,13 @@ export const ListenerSchema = z.looseObject({
     .optional(),
 });
 
-export const GatewaySchema = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
-  metadata: ObjectMetaSchema,
+// Every object we read: apiVersion and kind (absent in some list items), the
+// metadata we use, and the kind's own fields.
+function kubeObject<S extends z.ZodRawShape>(shape: S) {
+  return z.looseObject({ apiVersion: z.string().optional(), kind: z.string().optional(), metadata: ObjectMetaSchema, ...shape });
+}
+
+export const GatewaySchema = kubeObject({
   spec: z.looseObject({
     gatewayClassName: z.string(),
     listeners: z.array(ListenerSchema).default([]),
@@ -115,10 +118,7 @@ export const ClassParametersRefSchema = z.looseObject({
   namespace: z.string().optional(),
 });
 
-export const GatewayClassSchema = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
-  metadata: ObjectMetaSchema,
+export const GatewayClassSchema = kubeObject({
   spec: z.looseObject({
     controllerName: z.string(),
     parametersRef: ClassParametersRefSchema.optional(),
@@ -175,10 +175,7 @@ export const ContainerArgsSchema = z.looseObject({
   resizePolicy: z.array(ResizePolicySchema).optional(),
 });
 
-export const GatewayConfigurationSchema = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
-  metadata: ObjectMetaSchema,
+export const GatewayConfigurationSchema = kubeObject({
   spec: z
     .looseObject({
       networkAttachments: z.array(NetworkAttachmentSchema).default([]),
@@ -210,10 +207,7 @@ export const NamespaceSchema = z.looseObject({
   metadata: ObjectMetaSchema,
 });
 
-export const L34RouteSchema = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
-  metadata: ObjectMetaSchema,
+export const L34RouteSchema = kubeObject({
   spec: z
     .looseObject({
       parentRefs: z.array(ParentRefSchema).default([]),
@@ -277,10 +271,7 @@ export const PodTemplateSpecSchema = z.looseObject({
   spec: PodSpecSchema,
 });
 
-export const DeploymentSchema = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
-  metadata: ObjectMetaSchema,
+export const DeploymentSchema = kubeObject({
   spec: z.looseObject({
     replicas: z.number().int().optional(),
     selector: LabelSelectorSchema.optional(),
