@@ -17,5 +17,6 @@ export default {
   testSequencer: '<rootDir>/test/sequencer.mjs',
   globalSetup: '<rootDir>/test/global-setup.mjs',
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
+  setupFilesAfterEnv: ['<rootDir>/test/support/delete-cluster-scoped.ts'],
   testTimeout: 120000,
 };

@@ -8,7 +8,7 @@ import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { ensureConformanceSuite } from '../../tools/conformance/build.mjs';
 import { startLocalEventSource, type LocalEventSource } from '../../tools/dev/local-event-source.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, clusterInfo, createNamespace, deleteClusterScoped, deleteNamespace } from '../support/cluster.js';
+import { adminConfig, clusterInfo, createNamespace, deleteNamespace } from '../support/cluster.js';
 import { configurationSpec, createConfiguration } from '../support/fixtures.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
 import { CONTROLLER_NAME, controllerIdentity } from '../support/reconciler.js';
@@ -91,7 +91,6 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
     await fn?.stop();
     await adminConfig().makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...GATEWAY_CLASSES, name: CLASS }).catch(() => undefined);
     if (ns) await deleteNamespace(ns);
-    await deleteClusterScoped();
   });
 
   it('passes GatewayClassObservedGenerationBump and GatewayInvalidParametersRef, in the suite\'s own report', async () => {

@@ -3,7 +3,7 @@ import { HTTP, type CloudEvent } from 'cloudevents';
 import { apiServerEvent, pingEvent } from '../../events/outgoing.js';
 import { GATEWAYS, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
-import { adminConfig, createNamespace, deleteClusterScoped, deleteNamespace } from '../support/cluster.js';
+import { adminConfig, createNamespace, deleteNamespace } from '../support/cluster.js';
 import { configurationSpec, createClass, gatewayBody, LB_AVAILABLE, readGateway } from '../support/fixtures.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
 import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
@@ -89,7 +89,6 @@ describe('replaying the event stream duplicated and shuffled', () => {
   afterEach(async () => {
     await fn?.stop();
     for (const ns of namespaces.splice(0)) await deleteNamespace(ns);
-    await deleteClusterScoped();
   });
 
   it('converges to the same end state as the ordered live stream', async () => {

@@ -3,7 +3,7 @@ import { applySamples } from '../../tools/dev/embedded-cluster.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { NETWORKS_ANNOTATION, parseNetworksAnnotation } from '../../functions/reconcile/plan/nad-networks.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, deleteClusterScoped, statusOf } from '../support/cluster.js';
+import { adminConfig, statusOf } from '../support/cluster.js';
 import { condition, readDeployment, readGateway } from '../support/fixtures.js';
 import { controllerIdentity } from '../support/reconciler.js';
 
@@ -19,7 +19,6 @@ describe('infra/samples', () => {
     const core = adminConfig().makeApiClient(CoreV1Api);
     await statusOf(core.deleteNamespace({ name: NAMESPACE }));
     await statusOf(adminConfig().makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gatewayclasses', name: 'meridio-2' }));
-    await deleteClusterScoped();
   });
 
   it('render LB Pods that reference only the NADs the samples create', async () => {

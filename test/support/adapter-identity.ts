@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { RbacAuthorizationV1Api, loadAllYaml, type V1ClusterRole } from '@kubernetes/client-node';
-import { adminConfig, deleteAfterTest, serviceAccountConfig } from './cluster.js';
+import { adminConfig, serviceAccountConfig } from './cluster.js';
+import { deleteAfterTest } from './cluster-scoped.js';
 import { writeTokenKubeconfig } from './processes.js';
 
 // The ApiServerSource receive adapter runs as the shipped ApiServerSource

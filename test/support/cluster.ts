@@ -85,39 +85,8 @@ export async function deleteNamespace(name: string): Promise<void> {
   }
 }
 
-// Cluster-scoped objects a test made (GatewayClasses, ClusterRoleBindings,
-// admission policies): deleting the namespace does not remove them, and left
-// behind they would be listed by every later test's resync and class
-// reconcile on the shared control plane.
-const clusterScoped: { what: string; remove: () => Promise<unknown>; inTest: boolean }[] = [];
-
 /**
- * Deletes `what` after the current test (useNamespace's afterEach), or, when
- * registered from a beforeAll, after the file (useNamespace's afterAll, or an
- * afterAll that calls deleteClusterScoped()).
- */
-export function deleteAfterTest(what: string, remove: () => Promise<unknown>): void {
-  clusterScoped.push({ what, remove, inTest: expect.getState().currentTestName !== undefined });
-}
-
-/** Deletes what deleteAfterTest collected (only the current test's with `testOnly`), newest first; a 404 means it is gone already. */
-export async function deleteClusterScoped(opts: { testOnly?: boolean } = {}): Promise<void> {
-  const failures: string[] = [];
-  const due = clusterScoped.filter((o) => !opts.testOnly || o.inTest);
-  for (const o of due) clusterScoped.splice(clusterScoped.indexOf(o), 1);
-  for (let o = due.pop(); o; o = due.pop()) {
-    try {
-      await o.remove();
-    } catch (err) {
-      if (!(err instanceof ApiException && err.code === 404)) failures.push(`${o.what}: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  }
-  if (failures.length > 0) throw new Error(`cluster-scoped objects not deleted: ${failures.join('; ')}`);
-}
-
-/**
- * Gives each test its own namespace: created before, deleted after, together
- * with the cluster-scoped objects the test registered with deleteAfterTest.
+ * Gives each test its own namespace: created before, deleted after.
  * Returns a getter because the name is only known once beforeEach ran.
  */
 export function useNamespace(prefix = 't'): () => string {
@@ -127,9 +96,7 @@ export function useNamespace(prefix = 't'): () => string {
   });
   afterEach(async () => {
     if (ns) await deleteNamespace(ns);
-    await deleteClusterScoped({ testOnly: true });
   });
-  afterAll(() => deleteClusterScoped());
   return () => {
     if (!ns) throw new Error('namespace not created yet');
     return ns;

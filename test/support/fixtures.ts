@@ -3,7 +3,8 @@ import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref 
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../functions/reconcile/plan/schemas.js';
 import { gatewayBody } from '../../tools/gateway-manifest.js';
-import { adminConfig, deleteAfterTest } from './cluster.js';
+import { adminConfig } from './cluster.js';
+import { deleteAfterTest } from './cluster-scoped.js';
 import { CONTROLLER_NAME } from './reconciler.js';
 
 // Objects the tests create as the admin (the user), and ways to read back

@@ -4,7 +4,8 @@ import { kubeApi, type KubeApi } from '../../functions/kube/kube-api.js';
 import type { ReconcileDeps } from '../../functions/reconcile/reconcile.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, deleteAfterTest, serviceAccountConfig, statusOf } from './cluster.js';
+import { adminConfig, serviceAccountConfig, statusOf } from './cluster.js';
+import { deleteAfterTest } from './cluster-scoped.js';
 
 // Reconciles in integration tests run exactly as in production: as the
 // controller's ServiceAccount, bound to the ClusterRole shipped in infra/,
