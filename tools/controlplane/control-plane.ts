@@ -174,7 +174,7 @@ export class ControlPlane {
         ]);
         await waitFor('kube-controller-manager /healthz', async () => ((await httpGet(`https://127.0.0.1:${kcmPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
       }
-      if (opts.fakeNodes && opts.fakeNodes.length > 0) await cp.startFakeNodes(opts.fakeNodes);
+      if (opts.fakeNodes && opts.fakeNodes.length > 0) await cp.startFakeNodes(opts.fakeNodes, assets.binaries['kube-scheduler']);
       writeFileSync(join(stateDir, 'cluster.json'), JSON.stringify(info, null, 2));
       log(`control plane ready after ${Date.now() - t0} ms (${server}, state in ${stateDir})`);
       return cp;
@@ -190,11 +190,11 @@ export class ControlPlane {
    * annotated as fake, moving their Pods through its Stages (collected from
    * its pinned module by tools/kwok/build.mts).
    */
-  private async startFakeNodes(names: string[]): Promise<void> {
+  private async startFakeNodes(names: string[], scheduler: string): Promise<void> {
     const { stateDir, adminKubeconfig } = this.info;
-    const [kwok, { binaries }] = await Promise.all([ensureKwok(), ensureAssets()]);
+    const kwok = await ensureKwok();
     const [schedulerPort, kwokPort] = await Promise.all([freePort(), freePort()]);
-    this.spawn('kube-scheduler', binaries['kube-scheduler'], [
+    this.spawn('kube-scheduler', scheduler, [
       `--kubeconfig=${adminKubeconfig}`,
       `--authentication-kubeconfig=${adminKubeconfig}`,
       `--authorization-kubeconfig=${adminKubeconfig}`,
