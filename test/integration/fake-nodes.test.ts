@@ -21,7 +21,7 @@ describe('a control plane with fake Nodes (kube-scheduler + KWOK)', () => {
   it('schedules a Pod with both LB readiness gates and reports it Ready, gates True; the shared control plane has no Node', async () => {
     expect((await adminConfig().makeApiClient(CoreV1Api).listNode()).items).toEqual([]);
 
-    cp = await ControlPlane.start({ fakeNodes: ['fake-node-1'], controllerManager: false, log: () => undefined });
+    cp = await ControlPlane.start({ fakeNodes: ['fake-node-1'], log: () => undefined });
     const kc = new KubeConfig();
     kc.loadFromFile(cp.info.adminKubeconfig);
     const core = kc.makeApiClient(CoreV1Api);

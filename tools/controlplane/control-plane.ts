@@ -85,6 +85,8 @@ export class ControlPlane {
 
   static async start(opts: StartOptions = {}): Promise<ControlPlane> {
     const log = opts.log ?? ((m: string) => process.stderr.write(`[controlplane] ${m}\n`));
+    const fakeNodes = opts.fakeNodes ?? [];
+    if (fakeNodes.length > 0 && opts.controllerManager === false) throw new Error('fakeNodes need kube-controller-manager (its node-lifecycle-controller makes them schedulable)');
     const t0 = Date.now();
     const assets = await ensureAssets();
     const stateDir = mkdtempSync(join(tmpdir(), 'meridio2-cp-'));
@@ -160,11 +162,16 @@ export class ControlPlane {
       // Started after the CRDs are served, so the garbage collector watches
       // Gateways from its first discovery pass instead of 30 s later.
       if (opts.controllerManager !== false) {
+        const controllers = ['garbage-collector-controller', 'deployment-controller', 'replicaset-controller', 'namespace-controller'];
+        // The API server taints every new Node not-ready (TaintNodesByCondition);
+        // this controller lifts the taint once the Node reports Ready, as in
+        // a real cluster, and watches KWOK's Lease heartbeats after that.
+        if (fakeNodes.length > 0) controllers.push('node-lifecycle-controller');
         cp.spawn('kube-controller-manager', assets.binaries['kube-controller-manager'], [
           `--kubeconfig=${adminKubeconfig}`,
           `--authentication-kubeconfig=${adminKubeconfig}`,
           `--authorization-kubeconfig=${adminKubeconfig}`,
-          '--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller',
+          `--controllers=${controllers.join(',')}`,
           '--leader-elect=false',
           `--secure-port=${kcmPort}`,
           '--bind-address=127.0.0.1',
@@ -174,7 +181,7 @@ export class ControlPlane {
         ]);
         await waitFor('kube-controller-manager /healthz', async () => ((await httpGet(`https://127.0.0.1:${kcmPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
       }
-      if (opts.fakeNodes && opts.fakeNodes.length > 0) await cp.startFakeNodes(opts.fakeNodes, assets.binaries['kube-scheduler']);
+      if (fakeNodes.length > 0) await cp.startFakeNodes(fakeNodes, assets.binaries['kube-scheduler']);
       writeFileSync(join(stateDir, 'cluster.json'), JSON.stringify(info, null, 2));
       log(`control plane ready after ${Date.now() - t0} ms (${server}, state in ${stateDir})`);
       return cp;
@@ -209,6 +216,8 @@ export class ControlPlane {
       `--kubeconfig=${adminKubeconfig}`,
       `--manage-nodes-with-annotation-selector=${FAKE_NODE_ANNOTATION}=fake`,
       `--server-address=127.0.0.1:${kwokPort}`,
+      // Heartbeats, so that the node-lifecycle-controller keeps the Nodes Ready.
+      '--node-lease-duration-seconds=40',
       ...stages.map((f) => `--config=${f}`),
     ], { HOME: stateDir }); // KWOK also reads ~/.kwok/kwok.yaml: not the user's here.
     await waitFor('kube-scheduler /healthz', async () => ((await httpGet(`https://127.0.0.1:${schedulerPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
@@ -224,13 +233,14 @@ export class ControlPlane {
         },
       });
     }
-    await waitFor('fake Nodes Ready', async () => {
+    await waitFor('fake Nodes Ready and without taints', async () => {
       for (const name of names) {
         const node = await core.readNode({ name });
         if (!node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return undefined;
+        if ((node.spec?.taints ?? []).length > 0) return undefined;
       }
       return true;
-    }, { timeoutMs: 60000 });
+    }, { timeoutMs: 90000 });
     this.log(`kube-scheduler, kwok and ${names.length} fake Node(s) ready`);
   }
 
