@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { ensureConformanceSuite } from '../../tools/conformance/build.mjs';
 import { startLocalEventSource, type LocalEventSource } from '../../tools/dev/local-event-source.js';
+import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo, createNamespace, useClusterInfo } from '../support/cluster.js';
@@ -129,6 +130,20 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
     const verdicts = [...output.matchAll(/--- (PASS|FAIL|SKIP): TestMeridioConformance\/(\w+) /g)].map((m) => [m[2], m[1]]);
     if (code !== 0) throw new Error(`conformance run exited ${code}:\n${output.slice(-6000)}`);
     expect(Object.fromEntries(verdicts)).toEqual(Object.fromEntries(CONFORMANCE_TESTS.map((t) => [t, 'PASS'])));
+    // NamespacesMustBeReady ran and passed on our LB Pods: kube-scheduler bound
+    // them (pods/binding) and KWOK wrote their status (pods/status), for both
+    // replicas of each Gateway the suite waited on.
+    expect(output).toContain('Gateways and Pods in gateway-conformance-infra namespaces ready');
+    const { events } = readEvents(clusterInfo().auditLog);
+    const lbPods = (resource: string, verb: string): string[] => [...new Set(events
+      .filter((e) => e.objectRef?.namespace === 'gateway-conformance-infra' && resourceOf(e) === resource && e.verb === verb && (e.responseStatus?.code ?? 0) < 300)
+      .map((e) => e.objectRef?.name ?? '')
+      .filter((n) => n.startsWith('sllbr-')))].sort();
+    const bound = lbPods('pods/binding', 'create');
+    for (const gw of ['gateway-observed-generation-bump', 'gateway-with-infrastructure-metadata']) {
+      expect(bound.filter((n) => n.startsWith(`sllbr-${gw}-`)).length).toBeGreaterThanOrEqual(FAKE_NODES.length);
+    }
+    expect(lbPods('pods/status', 'patch')).toEqual(expect.arrayContaining(bound));
 
     const parsed = ReportSchema.parse(loadYaml(readFileSync(report, 'utf8')));
     expect(parsed.gatewayAPIVersion).toBe(version);
