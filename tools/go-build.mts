@@ -1,7 +1,7 @@
 // What the builders of pinned Go binaries share (tools/controlplane,
-// tools/knative, tools/kustomize): the per-user cache, a cross-process lock,
-// `go build` with visible progress, and module downloads through the module
-// proxy.
+// tools/kwok, tools/knative, tools/kustomize, tools/conformance): the per-user
+// cache, a cross-process lock, `go build` with visible progress, and module
+// downloads (and files collected from them) through the module proxy.
 //
 // Runs directly under Node's type stripping (erasable syntax only) before any
 // TypeScript build, and from the compiled tree (dist/tools) afterwards; the

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Builds the pinned control-plane binaries (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler) from Go modules and collects the pinned Gateway API
-// CRDs and Multus's NetworkAttachmentDefinition CRD (so the samples' NADs
-// can be created), caching both per version under the user's cache directory.
+// kube-controller-manager, and kube-scheduler for control planes with fake
+// Nodes) from Go modules and collects the pinned Gateway API CRDs and
+// Multus's NetworkAttachmentDefinition CRD (so the samples' NADs can be
+// created), caching both per version under the user's cache directory.
 //
 // Runs directly under Node's type stripping, before the TypeScript build, from
 // `npm test`, `npm start` and `npm run bench`, on a machine that has nothing
