@@ -1,7 +1,7 @@
 // What the builders of pinned Go binaries share (tools/controlplane,
-// tools/knative, tools/kustomize): the per-user cache, a cross-process lock,
-// `go build` with visible progress, and module downloads through the module
-// proxy.
+// tools/kwok, tools/knative, tools/kustomize, tools/conformance): the per-user
+// cache, a cross-process lock, `go build` with visible progress, and module
+// downloads (and files collected from them) through the module proxy.
 //
 // Runs directly under Node's type stripping (erasable syntax only) before any
 // TypeScript build, and from the compiled tree (dist/tools) afterwards; the
@@ -168,38 +168,53 @@ export function moduleDir(path: string, version: string, cwd: string): string {
 
 /**
  * Copies the CustomResourceDefinition files of `<module>/<sub>` into
- * `<cache>/crds/<name>` (atomically; a `.complete` marker records a finished
- * copy) and returns that directory.
+ * `<cache>/crds/<name>` and returns that directory.
  */
 export function collectCrds(opts: { name: string; module: string; version: string; sub: string; cwd: string; log: Log }): string {
-  const dir = join(cacheRoot(), 'crds', opts.name);
+  // apiextensions.k8s.io/v1beta1 copies (Multus ships one) are not served since Kubernetes 1.22.
+  return collectManifests({ ...opts, subs: [opts.sub], kind: 'CustomResourceDefinition', apiVersion: 'apiextensions.k8s.io/v1', into: 'crds' });
+}
+
+/**
+ * Copies the files of `<module>/<sub>` (for each sub) that hold an object of
+ * `kind` and `apiVersion` into `<cache>/<into>/<name>` (atomically; a
+ * `.complete` marker records a finished copy) and returns that directory.
+ */
+export function collectManifests(opts: { name: string; module: string; version: string; subs: string[]; kind: string; apiVersion: string; into: string; cwd: string; log: Log }): string {
+  const dir = join(cacheRoot(), opts.into, opts.name);
   if (existsSync(join(dir, '.complete'))) return dir;
-  requireGo(`${opts.module} CRDs`);
-  opts.log(`collecting ${opts.module} ${opts.version} CRDs from ${opts.sub}`);
-  const src = join(moduleDir(opts.module, opts.version, opts.cwd), opts.sub);
+  requireGo(`${opts.module} manifests`);
+  opts.log(`collecting ${opts.module} ${opts.version} ${opts.kind} files from ${opts.subs.join(', ')}`);
+  const root = moduleDir(opts.module, opts.version, opts.cwd);
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
+  const escape = (s: string): string => s.replace(/[./]/g, '\\$&');
+  const kindLine = new RegExp(`^kind:\\s*${escape(opts.kind)}\\s*$`, 'm');
+  const apiVersionLine = new RegExp(`^apiVersion:\\s*${escape(opts.apiVersion)}\\s*$`, 'm');
   let count = 0;
-  for (const f of readdirSync(src).sort()) {
-    if (!f.endsWith('.yaml')) continue;
-    // Only CustomResourceDefinitions: the same directories also ship other
-    // objects (Gateway API's safe-upgrades ValidatingAdmissionPolicy, say).
-    const text = readFileSync(join(src, f), 'utf8');
-    if (!/^kind:\s*CustomResourceDefinition\s*$/m.test(text)) continue;
-    // apiextensions.k8s.io/v1beta1 copies (Multus ships one) are not served since Kubernetes 1.22.
-    if (!/^apiVersion:\s*apiextensions\.k8s\.io\/v1\s*$/m.test(text)) continue;
-    copyFileSync(join(src, f), join(tmp, f));
-    // The module cache is read-only; the copies need not be.
-    chmodSync(join(tmp, f), 0o644);
-    count++;
+  for (const sub of opts.subs) {
+    const src = join(root, sub);
+    for (const f of readdirSync(src).sort()) {
+      if (!f.endsWith('.yaml')) continue;
+      // Only objects of that kind: the same directories also ship other
+      // objects (Gateway API's safe-upgrades ValidatingAdmissionPolicy, a
+      // kustomization, say).
+      const text = readFileSync(join(src, f), 'utf8');
+      if (!kindLine.test(text) || !apiVersionLine.test(text)) continue;
+      if (existsSync(join(tmp, f))) throw new Error(`${f} is in more than one of ${opts.subs.join(', ')}`);
+      copyFileSync(join(src, f), join(tmp, f));
+      // The module cache is read-only; the copies need not be.
+      chmodSync(join(tmp, f), 0o644);
+      count++;
+    }
   }
-  if (count === 0) throw new Error(`no CustomResourceDefinition files in ${src}`);
+  if (count === 0) throw new Error(`no ${opts.kind} files in ${opts.subs.join(', ')} of ${opts.module}`);
   writeFileSync(join(tmp, '.complete'), `${opts.module}@${opts.version}\n`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dirname(dir), { recursive: true });
   renameSync(tmp, dir);
-  opts.log(`collected ${count} CRD files into ${dir}`);
+  opts.log(`collected ${count} ${opts.kind} files into ${dir}`);
   return dir;
 }
 

@@ -7,8 +7,10 @@ import { z } from 'zod';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { ensureConformanceSuite } from '../../tools/conformance/build.mjs';
 import { startLocalEventSource, type LocalEventSource } from '../../tools/dev/local-event-source.js';
+import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
+import { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, clusterInfo, createNamespace, deleteNamespace } from '../support/cluster.js';
+import { adminConfig, clusterInfo, createNamespace, useClusterInfo } from '../support/cluster.js';
 import { configurationSpec, createConfiguration } from '../support/fixtures.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
 import { CONTROLLER_NAME, controllerIdentity } from '../support/reconciler.js';
@@ -16,16 +18,25 @@ import { CONTROLLER_NAME, controllerIdentity } from '../support/reconciler.js';
 // The Gateway API conformance suite (its own binary, harness and report
 // format) against this controller: the compiled function as the controller's
 // ServiceAccount, fed by the dev-mode event source (an ApiServerSource
-// stand-in with resync pings), on the shared control plane.
+// stand-in with resync pings).
 //
-// Only Gateway-level tests that an L3/L4 controller can pass on a control
-// plane without a kubelet are run; README.md lists what is left out and why.
+// On a control plane of its own, with kube-scheduler, KWOK (the kubelet
+// simulator) and fake Nodes: the suite waits for every Pod of its namespace
+// to be Ready (NamespacesMustBeReady), LB Pods included, while other tests
+// rely on the shared control plane having no kubelet (no LB replica ever
+// becomes available there).
+//
+// Only Gateway-level tests that an L3/L4 controller without an HTTP data
+// plane can pass are run; README.md lists what is left out and why.
 // MERIDIO_CONFORMANCE_REPORT=<path> also copies the suite's report there
 // (docs/conformance-report.yaml is produced that way).
 
-const CONFORMANCE_TESTS = ['GatewayClassObservedGenerationBump', 'GatewayInvalidParametersRef'];
+const CONFORMANCE_TESTS = ['GatewayClassObservedGenerationBump', 'GatewayInvalidParametersRef', 'GatewayObservedGenerationBump', 'GatewayInfrastructureMetadata'];
 const CLASS = 'meridio-conformance';
 const SUITE_NAMESPACES = ['gateway-conformance-infra', 'gateway-conformance-app-backend', 'gateway-conformance-web-backend'];
+// As many as the GatewayConfiguration's replicas: the LB template allows one
+// LB Pod of a Gateway per Node (required pod anti-affinity on the hostname).
+const FAKE_NODES = ['fake-node-1', 'fake-node-2'];
 
 const Status = z.looseObject({
   result: z.string(),
@@ -58,10 +69,13 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
 
 describe('Gateway API conformance (chosen Gateway-level tests)', () => {
   let ns = '';
+  let cp: ControlPlane | undefined;
   let fn: FunctionProcess | undefined;
   let source: LocalEventSource | undefined;
 
   beforeAll(async () => {
+    cp = await ControlPlane.start({ fakeNodes: FAKE_NODES, log: () => undefined });
+    useClusterInfo(cp.info);
     ns = await createNamespace('conformance');
     const controller = await controllerIdentity(ns);
     // The suite's Gateways have no parametersRef: their class gives the default.
@@ -89,11 +103,12 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
   afterAll(async () => {
     await source?.stop();
     await fn?.stop();
-    await adminConfig().makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...GATEWAY_CLASSES, name: CLASS }).catch(() => undefined);
-    if (ns) await deleteNamespace(ns);
+    await cp?.stop();
+    // Nothing of the private control plane (kube-scheduler and kwok included) outlives the test.
+    if (cp) expect(cp.leftovers()).toEqual([]);
   });
 
-  it('passes GatewayClassObservedGenerationBump and GatewayInvalidParametersRef, in the suite\'s own report', async () => {
+  it(`passes ${CONFORMANCE_TESTS.join(', ')}, in the suite's own report`, async () => {
     const { binary, version } = await ensureConformanceSuite();
     const out = mkdtempSync(join(tmpdir(), 'meridio2-conformance-'));
     const report = join(out, 'report.yaml');
@@ -115,6 +130,20 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
     const verdicts = [...output.matchAll(/--- (PASS|FAIL|SKIP): TestMeridioConformance\/(\w+) /g)].map((m) => [m[2], m[1]]);
     if (code !== 0) throw new Error(`conformance run exited ${code}:\n${output.slice(-6000)}`);
     expect(Object.fromEntries(verdicts)).toEqual(Object.fromEntries(CONFORMANCE_TESTS.map((t) => [t, 'PASS'])));
+    // NamespacesMustBeReady ran and passed on our LB Pods: kube-scheduler bound
+    // them (pods/binding) and KWOK wrote their status (pods/status), for both
+    // replicas of each Gateway the suite waited on.
+    expect(output).toContain('Gateways and Pods in gateway-conformance-infra namespaces ready');
+    const { events } = readEvents(clusterInfo().auditLog);
+    const lbPods = (resource: string, verb: string): string[] => [...new Set(events
+      .filter((e) => e.objectRef?.namespace === 'gateway-conformance-infra' && resourceOf(e) === resource && e.verb === verb && (e.responseStatus?.code ?? 0) < 300)
+      .map((e) => e.objectRef?.name ?? '')
+      .filter((n) => n.startsWith('sllbr-')))].sort();
+    const bound = lbPods('pods/binding', 'create');
+    for (const gw of ['gateway-observed-generation-bump', 'gateway-with-infrastructure-metadata']) {
+      expect(bound.filter((n) => n.startsWith(`sllbr-${gw}-`)).length).toBeGreaterThanOrEqual(FAKE_NODES.length);
+    }
+    expect(lbPods('pods/status', 'patch')).toEqual(expect.arrayContaining(bound));
 
     const parsed = ReportSchema.parse(loadYaml(readFileSync(report, 'utf8')));
     expect(parsed.gatewayAPIVersion).toBe(version);
@@ -129,7 +158,8 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
     const gc = (await adminConfig().makeApiClient(CustomObjectsApi).getClusterCustomObject({ ...GATEWAY_CLASSES, name: CLASS })) as { status: { conditions: Array<{ type: string; status: string }>; supportedFeatures: Array<{ name: string }> } };
     expect(gc.status.conditions.find((c) => c.type === 'Accepted')?.status).toBe('True');
     expect(existsSync(report)).toBe(true);
-    // The suite deletes its namespaces when done: wait so later tests see a settled cluster.
+    // The suite deletes its namespaces when done; that finishes only when the
+    // Pods bound to fake Nodes are gone too (KWOK's pod-delete Stage).
     const core = adminConfig().makeApiClient(CoreV1Api);
     await waitFor('the suite namespaces to be gone', async () => {
       const left = await Promise.all(SUITE_NAMESPACES.map((n) => core.readNamespace({ name: n }).then(() => n, () => undefined)));

@@ -7,6 +7,18 @@ import { readClusterInfo, type ClusterInfo } from '../../tools/controlplane/cont
 // Access to the shared test control plane (started by test/global-setup.ts).
 
 let cached: ClusterInfo | undefined;
+let audit: AuditLog | undefined;
+
+/**
+ * Points every helper of this test file at another control plane than the
+ * shared one (one that a test started for itself, with options the shared
+ * one must not have). Jest gives each test file its own module registry, so
+ * other files keep the shared control plane.
+ */
+export function useClusterInfo(info: ClusterInfo): void {
+  cached = info;
+  audit = undefined;
+}
 
 export function clusterInfo(): ClusterInfo {
   if (cached) return cached;
@@ -102,8 +114,6 @@ export function useNamespace(prefix = 't'): () => string {
     return ns;
   };
 }
-
-let audit: AuditLog | undefined;
 
 /** The audit log of the shared control plane, with barriers sent as the admin. */
 export function auditLog(): AuditLog {

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Builds the pinned control-plane binaries (etcd, kube-apiserver,
-// kube-controller-manager) from Go modules and collects the pinned Gateway API
-// CRDs and Multus's NetworkAttachmentDefinition CRD (so the samples' NADs
-// can be created), caching both per version under the user's cache directory.
+// kube-controller-manager, and kube-scheduler for control planes with fake
+// Nodes) from Go modules and collects the pinned Gateway API CRDs and
+// Multus's NetworkAttachmentDefinition CRD (so the samples' NADs can be
+// created), caching both per version under the user's cache directory.
 //
 // Runs directly under Node's type stripping, before the TypeScript build, from
 // `npm test`, `npm start` and `npm run bench`, on a machine that has nothing
@@ -31,7 +32,7 @@ export interface ControlPlaneAssets {
   nadCrds: string;
 }
 
-type BinaryName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
+type BinaryName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler';
 
 /** Versions come from the wrapper go.mod (and pins.json for CRD-only modules): one place to pin them. */
 export function pinnedVersions(): PinnedVersions {
@@ -39,10 +40,14 @@ export function pinnedVersions(): PinnedVersions {
   return { kubernetes: requiredVersion(here, 'k8s.io/kubernetes'), etcd: requiredVersion(here, 'go.etcd.io/etcd/server/v3'), ...pins };
 }
 
-const BINARIES: ReadonlyArray<{ name: BinaryName; pkg: string; env: string }> = [
-  { name: 'etcd', pkg: 'go.etcd.io/etcd/server/v3', env: 'TEST_ASSET_ETCD' },
-  { name: 'kube-apiserver', pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', env: 'TEST_ASSET_KUBE_APISERVER' },
-  { name: 'kube-controller-manager', pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager', env: 'TEST_ASSET_KUBE_CONTROLLER_MANAGER' },
+// `inEnvtestAssets`: whether a KUBEBUILDER_ASSETS directory (envtest's
+// layout) must hold it. kube-scheduler is not part of envtest's assets: it is
+// taken from there when present, else built like the rest.
+const BINARIES: ReadonlyArray<{ name: BinaryName; pkg: string; env: string; inEnvtestAssets: boolean }> = [
+  { name: 'etcd', pkg: 'go.etcd.io/etcd/server/v3', env: 'TEST_ASSET_ETCD', inEnvtestAssets: true },
+  { name: 'kube-apiserver', pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', env: 'TEST_ASSET_KUBE_APISERVER', inEnvtestAssets: true },
+  { name: 'kube-controller-manager', pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager', env: 'TEST_ASSET_KUBE_CONTROLLER_MANAGER', inEnvtestAssets: true },
+  { name: 'kube-scheduler', pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', env: 'TEST_ASSET_KUBE_SCHEDULER', inEnvtestAssets: false },
 ];
 
 function binDir(v: PinnedVersions): string {
@@ -54,18 +59,20 @@ export function resolveBinaries(v: PinnedVersions = pinnedVersions()): Record<Bi
   const out = {} as Record<BinaryName, string>;
   for (const b of BINARIES) {
     const explicit = process.env[b.env];
+    const envtest = process.env.KUBEBUILDER_ASSETS ? join(process.env.KUBEBUILDER_ASSETS, b.name) : undefined;
     if (explicit) out[b.name] = explicit;
-    else if (process.env.KUBEBUILDER_ASSETS) out[b.name] = join(process.env.KUBEBUILDER_ASSETS, b.name);
+    else if (envtest && (b.inEnvtestAssets || existsSync(envtest))) out[b.name] = envtest;
     else out[b.name] = join(binDir(v), b.name);
   }
   return out;
 }
 
-async function buildBinaries(v: PinnedVersions): Promise<void> {
+/** Builds the binaries that resolve to the cache and are not there yet. */
+async function buildBinaries(v: PinnedVersions, bins: Record<BinaryName, string>): Promise<void> {
   const dir = binDir(v);
-  const missing = BINARIES.filter((b) => !existsSync(join(dir, b.name)));
+  const missing = BINARIES.filter((b) => bins[b.name] === join(dir, b.name) && !existsSync(bins[b.name]));
   if (missing.length === 0) return;
-  requireGo('the control plane; or set KUBEBUILDER_ASSETS to a directory holding etcd, kube-apiserver and kube-controller-manager');
+  requireGo('the control plane; or set KUBEBUILDER_ASSETS to a directory holding etcd, kube-apiserver and kube-controller-manager (and kube-scheduler)');
   // Without these the binaries report v0.0.0, which some clients reject.
   const ldflags = [
     `-X k8s.io/component-base/version.gitVersion=${v.kubernetes}`,
@@ -99,15 +106,11 @@ export async function ensureAssets(): Promise<ControlPlaneAssets> {
   const v = pinnedVersions();
   const started = Date.now();
   const bins = resolveBinaries(v);
-  const overridden = BINARIES.some((b) => process.env[b.env]) || Boolean(process.env.KUBEBUILDER_ASSETS);
   return withLock('.build.lock', log, async () => {
-    if (overridden) {
-      for (const [name, path] of Object.entries(bins)) {
-        if (!existsSync(path)) throw new Error(`${name} not found at ${path} (from KUBEBUILDER_ASSETS / TEST_ASSET_*)`);
-      }
-    } else {
-      await buildBinaries(v);
+    for (const [name, path] of Object.entries(bins)) {
+      if (!path.startsWith(binDir(v)) && !existsSync(path)) throw new Error(`${name} not found at ${path} (from KUBEBUILDER_ASSETS / TEST_ASSET_*)`);
     }
+    await buildBinaries(v, bins);
     const assets: ControlPlaneAssets = { versions: v, binaries: bins, gatewayApiCrds: collectGatewayApiCrds(v), nadCrds: collectNadCrds(v) };
     const secs = (Date.now() - started) / 1000;
     if (secs > 2) log(`assets ready in ${secs.toFixed(0)}s`);

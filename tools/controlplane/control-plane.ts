@@ -4,6 +4,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureKwok } from '../kwok/build.mjs';
 import { ensureAssets, type ControlPlaneAssets } from './build.mjs';
 import { freePort } from './free-port.js';
 import { createPki, writeKubeconfig } from './pki.js';
@@ -33,7 +34,17 @@ export interface StartOptions {
   log?: (msg: string) => void;
   /** Start kube-controller-manager (garbage collector, deployments). Default true. */
   controllerManager?: boolean;
+  /**
+   * Fake Nodes, by name, on which Pods run: starts kube-scheduler and KWOK
+   * (the kubelet simulator), which makes these Nodes Ready and every Pod bound
+   * to them Running and Ready (readiness gates included). Default none: no
+   * Pod is ever scheduled, let alone Ready, which is what most tests rely on.
+   */
+  fakeNodes?: string[];
 }
+
+/** The annotation by which KWOK knows the Nodes it plays (and only those). */
+export const FAKE_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -74,6 +85,8 @@ export class ControlPlane {
 
   static async start(opts: StartOptions = {}): Promise<ControlPlane> {
     const log = opts.log ?? ((m: string) => process.stderr.write(`[controlplane] ${m}\n`));
+    const fakeNodes = opts.fakeNodes ?? [];
+    if (fakeNodes.length > 0 && opts.controllerManager === false) throw new Error('fakeNodes need kube-controller-manager (its node-lifecycle-controller makes them schedulable)');
     const t0 = Date.now();
     const assets = await ensureAssets();
     const stateDir = mkdtempSync(join(tmpdir(), 'meridio2-cp-'));
@@ -149,11 +162,16 @@ export class ControlPlane {
       // Started after the CRDs are served, so the garbage collector watches
       // Gateways from its first discovery pass instead of 30 s later.
       if (opts.controllerManager !== false) {
+        const controllers = ['garbage-collector-controller', 'deployment-controller', 'replicaset-controller', 'namespace-controller'];
+        // The API server taints every new Node not-ready (TaintNodesByCondition);
+        // this controller lifts the taint once the Node reports Ready, as in
+        // a real cluster, and watches KWOK's Lease heartbeats after that.
+        if (fakeNodes.length > 0) controllers.push('node-lifecycle-controller');
         cp.spawn('kube-controller-manager', assets.binaries['kube-controller-manager'], [
           `--kubeconfig=${adminKubeconfig}`,
           `--authentication-kubeconfig=${adminKubeconfig}`,
           `--authorization-kubeconfig=${adminKubeconfig}`,
-          '--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,namespace-controller',
+          `--controllers=${controllers.join(',')}`,
           '--leader-elect=false',
           `--secure-port=${kcmPort}`,
           '--bind-address=127.0.0.1',
@@ -163,6 +181,7 @@ export class ControlPlane {
         ]);
         await waitFor('kube-controller-manager /healthz', async () => ((await httpGet(`https://127.0.0.1:${kcmPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
       }
+      if (fakeNodes.length > 0) await cp.startFakeNodes(fakeNodes, assets.binaries['kube-scheduler']);
       writeFileSync(join(stateDir, 'cluster.json'), JSON.stringify(info, null, 2));
       log(`control plane ready after ${Date.now() - t0} ms (${server}, state in ${stateDir})`);
       return cp;
@@ -171,6 +190,58 @@ export class ControlPlane {
       await cp.stop();
       throw new Error(`control plane failed to start: ${err instanceof Error ? err.message : String(err)}\n${logs}`);
     }
+  }
+
+  /**
+   * kube-scheduler binds Pods to Nodes; KWOK plays the kubelet of the Nodes
+   * annotated as fake, moving their Pods through its Stages (collected from
+   * its pinned module by tools/kwok/build.mts).
+   */
+  private async startFakeNodes(names: string[], scheduler: string): Promise<void> {
+    const { stateDir, adminKubeconfig } = this.info;
+    const kwok = await ensureKwok();
+    const [schedulerPort, kwokPort] = await Promise.all([freePort(), freePort()]);
+    this.spawn('kube-scheduler', scheduler, [
+      `--kubeconfig=${adminKubeconfig}`,
+      `--authentication-kubeconfig=${adminKubeconfig}`,
+      `--authorization-kubeconfig=${adminKubeconfig}`,
+      '--leader-elect=false',
+      `--secure-port=${schedulerPort}`,
+      '--bind-address=127.0.0.1',
+      `--cert-dir=${join(stateDir, 'scheduler-certs')}`,
+      '--v=0',
+    ]);
+    const stages = readdirSync(kwok.stages).filter((f) => f.endsWith('.yaml')).sort().map((f) => join(kwok.stages, f));
+    this.spawn('kwok', kwok.binary, [
+      `--kubeconfig=${adminKubeconfig}`,
+      `--manage-nodes-with-annotation-selector=${FAKE_NODE_ANNOTATION}=fake`,
+      `--server-address=127.0.0.1:${kwokPort}`,
+      // Heartbeats, so that the node-lifecycle-controller keeps the Nodes Ready.
+      '--node-lease-duration-seconds=40',
+      ...stages.map((f) => `--config=${f}`),
+    ], { HOME: stateDir }); // KWOK also reads ~/.kwok/kwok.yaml: not the user's here.
+    await waitFor('kube-scheduler /healthz', async () => ((await httpGet(`https://127.0.0.1:${schedulerPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
+    await waitFor('kwok /healthz', async () => ((await httpGet(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
+    const { KubeConfig, CoreV1Api } = await import('@kubernetes/client-node');
+    const kc = new KubeConfig();
+    kc.loadFromFile(adminKubeconfig);
+    const core = kc.makeApiClient(CoreV1Api);
+    for (const name of names) {
+      await core.createNode({
+        body: {
+          metadata: { name, annotations: { [FAKE_NODE_ANNOTATION]: 'fake' }, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', type: 'kwok' } },
+        },
+      });
+    }
+    await waitFor('fake Nodes Ready and without taints', async () => {
+      for (const name of names) {
+        const node = await core.readNode({ name });
+        if (!node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return undefined;
+        if ((node.spec?.taints ?? []).length > 0) return undefined;
+      }
+      return true;
+    }, { timeoutMs: 90000 });
+    this.log(`kube-scheduler, kwok and ${names.length} fake Node(s) ready`);
   }
 
   /**
@@ -187,9 +258,9 @@ export class ControlPlane {
     return this.children.filter((c) => c.proc.exitCode === null && c.proc.signalCode === null).map((c) => c.proc.pid ?? 0).filter((p) => p > 0);
   }
 
-  private spawn(name: string, bin: string, args: string[]): void {
+  private spawn(name: string, bin: string, args: string[], env?: Record<string, string>): void {
     const out = openSync(join(this.info.stateDir, `${name}.log`), 'a');
-    const proc = spawn(bin, args, { stdio: ['ignore', out, out] });
+    const proc = spawn(bin, args, { stdio: ['ignore', out, out], ...(env && { env: { ...process.env, ...env } }) });
     closeSync(out);
     proc.on('exit', (code, signal) => {
       if (!this.stopping) this.log(`${name} exited unexpectedly (code ${code}, signal ${signal}); see ${join(this.info.stateDir, `${name}.log`)}`);
