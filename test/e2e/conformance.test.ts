@@ -13,6 +13,7 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo, createNamespace, useClusterInfo } from '../support/cluster.js';
 import { configurationSpec, createConfiguration } from '../support/fixtures.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
+import { deleteClusterScoped } from '../support/cluster-scoped.js';
 import { CONTROLLER_NAME, controllerIdentity } from '../support/reconciler.js';
 
 // The Gateway API conformance suite (its own binary, harness and report
@@ -103,6 +104,8 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
   afterAll(async () => {
     await source?.stop();
     await fn?.stop();
+    // What the test registered lives on the private control plane: delete it before that stops.
+    await deleteClusterScoped();
     await cp?.stop();
     // Nothing of the private control plane (kube-scheduler and kwok included) outlives the test.
     if (cp) expect(cp.leftovers()).toEqual([]);
