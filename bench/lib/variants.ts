@@ -1,19 +1,28 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
 import { repoPath } from './repo.js';
 
 // Build variants of the same function for the cold-start comparison (P1, P5):
-// the shipped bundle (dist/function.mjs), the tsc output, esbuild bundles (esbuild is a devDependency), the
-// minified bundle with a 1 MB young generation (bundle-min-semi1), any entry
-// given with --variant-entry, and each of them with "-cache": Node's
-// on-disk V8 compile cache (NODE_COMPILE_CACHE), primed by one run before
-// measuring, the way an image build step would prime it.
+// - shipped: the startup snapshot (dist/function.blob) as the image runs it;
+// - snapshot-default-heap: the same blob without NODE_OPTIONS (V8's default
+//   young generation), to show what the option buys;
+// - shipped-own-template: the shipped snapshot with TEMPLATE_PATH naming a
+//   template whose text differs from the default (an operator's own), which
+//   is parsed at start instead of taken from the snapshot;
+// - tsc: the tsc output; bundle, bundle-min: ESM esbuild bundles (esbuild is a
+//   devDependency); bundle-min-semi1: the minified bundle with a 1 MB young
+//   generation (with -cache, what the image ran before the snapshot);
+// - any entry given with --variant-entry;
+// - script variants with "-cache": Node's on-disk V8 compile cache
+//   (NODE_COMPILE_CACHE), primed by one run before measuring, the way an image
+//   build step would prime it. A snapshot has no use for it.
 
-export const BASE_VARIANTS = ['shipped', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
-export const KNOWN_VARIANTS = ['shipped', 'shipped-cache', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
+export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
 
 /** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
 const SEMI1 = '--max-semi-space-size=1';
@@ -81,10 +90,21 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
     built.set(minify, rel);
     return rel;
   };
+  // The default template plus a comment: other text, the same Deployment.
+  const ownTemplate = (): string => {
+    const rel = join('dist', 'bench', 'own-template.yaml');
+    mkdirSync(repoPath('dist', 'bench'), { recursive: true });
+    writeFileSync(repoPath(rel), `${readFileSync(repoPath(DEFAULT_TEMPLATE_PATH), 'utf8')}\n# an operator's own copy\n`);
+    return rel;
+  };
   const base = (name: string): Variant => {
     switch (name) {
       case 'shipped':
         return SHIPPED_VARIANT;
+      case 'snapshot-default-heap':
+        return { ...SHIPPED_VARIANT, name, env: {}, describe: `node ${SHIPPED_VARIANT.args?.join(' ') ?? ''} (the shipped snapshot, no NODE_OPTIONS)` };
+      case 'shipped-own-template':
+        return { ...SHIPPED_VARIANT, name, env: { ...SHIPPED_VARIANT.env, TEMPLATE_PATH: ownTemplate() }, describe: 'the shipped snapshot, TEMPLATE_PATH naming a template other than the default (parsed at start)' };
       case 'tsc':
         return TSC_VARIANT;
       case 'bundle':
@@ -103,6 +123,7 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
   for (const name of [...new Set(names)]) {
     const cached = name.endsWith('-cache') && custom[name] === undefined;
     const b = base(cached ? name.slice(0, -'-cache'.length) : name);
+    if (cached && b.args !== undefined) throw new Error(`variant ${name}: a startup snapshot does not use NODE_COMPILE_CACHE`);
     if (!cached) {
       variants.push(b);
       continue;

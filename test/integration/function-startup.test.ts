@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { FUNCTION_BUNDLE } from '../support/processes.js';
+import { SHIPPED_ARGS, SHIPPED_ENV } from '../support/processes.js';
 
-// The production entry point (the shipped bundle) refuses a bad configuration at start, naming the
+// The production entry point (the shipped startup snapshot) refuses a bad configuration at start, naming the
 // variable, instead of failing later inside a reconcile.
 
 function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [FUNCTION_BUNDLE], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [...SHIPPED_ARGS], { env: { PATH: process.env.PATH ?? '', ...SHIPPED_ENV, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
     p.on('exit', (code) => resolve({ code, stderr }));
