@@ -131,6 +131,14 @@ export function renderReport(r: BenchResults, extra = ''): string {
       L.push('|---|---|---|');
       for (const i of r.p1.imports) L.push(`| ${i.module} | ${sumMs(i.importMs)} | ${mb(i.rssMb.median)} |`);
     }
+    if (r.p1.snapshotFloors && r.p1.snapshotFloors.length > 0) {
+      L.push('');
+      L.push('Startup-snapshot floor: a snapshot of each named dependency alone, built as the shipped one is (bench/measures/snapshot-floors.ts), whose main function exits at once; spawn → exit is Node\'s start plus deserializing that heap. The last row is the shipped bundle stopped before any of its own code runs.');
+      L.push('');
+      L.push('| snapshot of | blob | spawn → exit |');
+      L.push('|---|---|---|');
+      for (const f of r.p1.snapshotFloors) L.push(`| ${f.contents} | ${(f.blobBytes / 1e6).toFixed(1)} MB | ${sumMs(f.exitMs)} |`);
+    }
     L.push('');
   }
 
