@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
+import { SHIPPED_SCRIPT } from '../../tools/bundle/shipped.mjs';
 import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
 import { repoPath } from './repo.js';
 
@@ -10,6 +11,9 @@ import { repoPath } from './repo.js';
 // - shipped: the startup snapshot (dist/function.blob) as the image runs it;
 // - snapshot-default-heap: the same blob without NODE_OPTIONS (V8's default
 //   young generation), to show what the option buys;
+// - snapshot-no-code-cache: the shipped bundle's snapshot built without V8's
+//   code cache (--build-snapshot-config withoutCodeCache): a smaller blob,
+//   functions compiled on first call instead;
 // - shipped-own-template: the shipped snapshot with TEMPLATE_PATH naming a
 //   template whose text differs from the default (an operator's own), which
 //   is parsed at start instead of taken from the snapshot;
@@ -21,8 +25,8 @@ import { repoPath } from './repo.js';
 //   (NODE_COMPILE_CACHE), primed by one run before measuring, the way an image
 //   build step would prime it. A snapshot has no use for it.
 
-export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
-export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-no-code-cache', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
+export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-no-code-cache', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
 
 /** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
 const SEMI1 = '--max-semi-space-size=1';
@@ -90,6 +94,17 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
     built.set(minify, rel);
     return rel;
   };
+  let noCodeCache: string | undefined;
+  const snapshotWithoutCodeCache = (): string => {
+    if (noCodeCache !== undefined) return noCodeCache;
+    mkdirSync(repoPath('dist', 'bench'), { recursive: true });
+    const config = join('dist', 'bench', 'snapshot-no-code-cache.json');
+    writeFileSync(repoPath(config), JSON.stringify({ builder: SHIPPED_SCRIPT, withoutCodeCache: true }));
+    const blob = join('dist', 'bench', 'snapshot-no-code-cache.blob');
+    execFileSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot-config', config], { cwd: repoPath(), env: { PATH: process.env.PATH ?? '', ...SHIPPED_VARIANT.env }, stdio: 'ignore' });
+    noCodeCache = blob;
+    return blob;
+  };
   // The default template plus a comment: other text, the same Deployment.
   const ownTemplate = (): string => {
     const rel = join('dist', 'bench', 'own-template.yaml');
@@ -103,6 +118,8 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
         return SHIPPED_VARIANT;
       case 'snapshot-default-heap':
         return { ...SHIPPED_VARIANT, name, env: {}, describe: `node ${SHIPPED_VARIANT.args?.join(' ') ?? ''} (the shipped snapshot, no NODE_OPTIONS)` };
+      case 'snapshot-no-code-cache':
+        return { ...SHIPPED_VARIANT, name, entry: snapshotWithoutCodeCache(), args: ['--snapshot-blob', snapshotWithoutCodeCache()], describe: 'the shipped bundle, its snapshot built without code cache (withoutCodeCache), NODE_OPTIONS as shipped' };
       case 'shipped-own-template':
         return { ...SHIPPED_VARIANT, name, env: { ...SHIPPED_VARIANT.env, TEMPLATE_PATH: ownTemplate() }, describe: 'the shipped snapshot, TEMPLATE_PATH naming a template other than the default (parsed at start)' };
       case 'tsc':
@@ -117,7 +134,9 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
     const entry = custom[name];
     if (entry === undefined) throw new Error(`unknown variant "${name}"; known: ${[...KNOWN_VARIANTS, ...Object.keys(custom)].join(', ')} (and any of them with -cache)`);
     const env = customEnv[name] ?? {};
-    return { name, entry, env, describe: `--variant-entry ${name}${Object.keys(env).length > 0 ? ` with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}` };
+    // A .blob is a startup snapshot: node --snapshot-blob <it>.
+    const args = entry.endsWith('.blob') ? { args: ['--snapshot-blob', entry] } : {};
+    return { name, entry, ...args, env, describe: `--variant-entry ${name}${Object.keys(env).length > 0 ? ` with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}` };
   };
   const variants: Variant[] = [];
   for (const name of [...new Set(names)]) {
