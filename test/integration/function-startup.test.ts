@@ -1,5 +1,11 @@
 import { spawn } from 'node:child_process';
-import { SHIPPED_ARGS, SHIPPED_ENV } from '../support/processes.js';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
+import { loadTemplate } from '../../functions/reconcile/template.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { SHIPPED_ARGS, SHIPPED_ENV, startFunctionProcess, writeTokenKubeconfig } from '../support/processes.js';
 
 // The production entry point (the shipped startup snapshot) refuses a bad configuration at start, naming the
 // variable, instead of failing later inside a reconcile.
@@ -30,5 +36,26 @@ describe('function startup', () => {
     const { code, stderr } = await runMain({ TEMPLATE_PATH: 'infra/templates/no-such-file.yaml', KUBECONFIG: 'infra/templates/no-such-kubeconfig' });
     expect(code).toBe(1);
     expect(stderr).toMatch(/no-such/);
+  });
+
+  // The snapshot carries the default template parsed at image build; the file
+  // at TEMPLATE_PATH is still what counts.
+  it.each([
+    ['the default template (from the snapshot)', (): string => DEFAULT_TEMPLATE_PATH],
+    ['an operator\'s own template (parsed at start)', (): string => {
+      const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+      writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace(/replicas: \d+/, 'replicas: 3'));
+      return path;
+    }],
+  ])('serves with the template at TEMPLATE_PATH: %s', async (_, path) => {
+    const templatePath = path();
+    const fn = await startFunctionProcess({ TEMPLATE_PATH: templatePath, KUBECONFIG: writeTokenKubeconfig('unused') });
+    try {
+      // Written before the first answer, but read from another pipe: wait for it.
+      const listening = await waitFor('the listening log line', () => fn.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
+      expect(listening.templateHash).toBe(loadTemplate(templatePath).hash);
+    } finally {
+      await fn.stop();
+    }
   });
 });
