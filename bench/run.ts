@@ -20,12 +20,12 @@ const HELP = `Usage: npm run bench -- [options]
   --only P1,P3             run only these figures (default: all)
   --p1-spawns N            cold starts per variant (default 20; quick 3)
   --p1-variants a,b        shipped (the startup snapshot dist/function.blob, as the image
-                           runs it), snapshot-no-code-cache, snapshot-default-heap (no
+                           runs it), snapshot-with-code-cache, snapshot-default-heap (no
                            NODE_OPTIONS), shipped-own-template (TEMPLATE_PATH not the
                            default), tsc, bundle, bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=
                            --max-semi-space-size=1), any --variant-entry name, and any
                            script variant + "-cache" (NODE_COMPILE_CACHE, primed first)
-                           (default shipped,snapshot-no-code-cache,snapshot-default-heap,
+                           (default shipped,snapshot-with-code-cache,snapshot-default-heap,
                            shipped-own-template,bundle-min-semi1-cache,bundle-min-cache,
                            bundle-min,tsc-cache,tsc; quick shipped)
   --p1-imports N           import-cost repeats per dependency (default 5; quick 0)
@@ -36,7 +36,7 @@ const HELP = `Usage: npm run bench -- [options]
   --p4-repeats N           edits per size (default 3; quick 1)
   --p5-concurrency N       concurrent events for the peak (default 100; quick 20)
   --p5-repeats N           fresh processes per variant (default 3; quick 1)
-  --p5-variants a,b        (default shipped,snapshot-no-code-cache,snapshot-default-heap,
+  --p5-variants a,b        (default shipped,snapshot-with-code-cache,snapshot-default-heap,
                            bundle-min-semi1-cache,tsc; quick shipped)
   --p6-sizes a,b,c         Gateways per resync pass (default 100,500,1000; quick 10,20,40)
   --p6-passes N            passes per size (default 3; quick 1)

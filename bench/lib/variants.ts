@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
-import { SHIPPED_SCRIPT } from '../../tools/bundle/shipped.mjs';
+import { snapshotConfig } from '../../tools/bundle/build.mjs';
 import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
 import { repoPath } from './repo.js';
 
@@ -11,9 +11,9 @@ import { repoPath } from './repo.js';
 // - shipped: the startup snapshot (dist/function.blob) as the image runs it;
 // - snapshot-default-heap: the same blob without NODE_OPTIONS (V8's default
 //   young generation), to show what the option buys;
-// - snapshot-no-code-cache: the shipped bundle's snapshot built without V8's
-//   code cache (--build-snapshot-config withoutCodeCache): a smaller blob,
-//   functions compiled on first call instead;
+// - snapshot-with-code-cache: the shipped bundle's snapshot built with V8's
+//   code cache (the shipped one is built without): a larger blob, the
+//   functions compiled while building kept compiled;
 // - shipped-own-template: the shipped snapshot with TEMPLATE_PATH naming a
 //   template whose text differs from the default (an operator's own), which
 //   is parsed at start instead of taken from the snapshot;
@@ -25,8 +25,8 @@ import { repoPath } from './repo.js';
 //   (NODE_COMPILE_CACHE), primed by one run before measuring, the way an image
 //   build step would prime it. A snapshot has no use for it.
 
-export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-no-code-cache', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
-export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-no-code-cache', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
+export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
 
 /** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
 const SEMI1 = '--max-semi-space-size=1';
@@ -94,15 +94,15 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
     built.set(minify, rel);
     return rel;
   };
-  let noCodeCache: string | undefined;
-  const snapshotWithoutCodeCache = (): string => {
-    if (noCodeCache !== undefined) return noCodeCache;
+  let withCodeCache: string | undefined;
+  const snapshotWithCodeCache = (): string => {
+    if (withCodeCache !== undefined) return withCodeCache;
     mkdirSync(repoPath('dist', 'bench'), { recursive: true });
-    const config = join('dist', 'bench', 'snapshot-no-code-cache.json');
-    writeFileSync(repoPath(config), JSON.stringify({ builder: SHIPPED_SCRIPT, withoutCodeCache: true }));
-    const blob = join('dist', 'bench', 'snapshot-no-code-cache.blob');
+    const config = join('dist', 'bench', 'snapshot-with-code-cache.json');
+    writeFileSync(repoPath(config), JSON.stringify(snapshotConfig(undefined, false)));
+    const blob = join('dist', 'bench', 'snapshot-with-code-cache.blob');
     execFileSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot-config', config], { cwd: repoPath(), env: { PATH: process.env.PATH ?? '', ...SHIPPED_VARIANT.env }, stdio: 'ignore' });
-    noCodeCache = blob;
+    withCodeCache = blob;
     return blob;
   };
   // The default template plus a comment: other text, the same Deployment.
@@ -118,8 +118,8 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
         return SHIPPED_VARIANT;
       case 'snapshot-default-heap':
         return { ...SHIPPED_VARIANT, name, env: {}, describe: `node ${SHIPPED_VARIANT.args?.join(' ') ?? ''} (the shipped snapshot, no NODE_OPTIONS)` };
-      case 'snapshot-no-code-cache':
-        return { ...SHIPPED_VARIANT, name, entry: snapshotWithoutCodeCache(), args: ['--snapshot-blob', snapshotWithoutCodeCache()], describe: 'the shipped bundle, its snapshot built without code cache (withoutCodeCache), NODE_OPTIONS as shipped' };
+      case 'snapshot-with-code-cache':
+        return { ...SHIPPED_VARIANT, name, entry: snapshotWithCodeCache(), args: ['--snapshot-blob', snapshotWithCodeCache()], describe: 'the shipped bundle, its snapshot built with V8 code cache, NODE_OPTIONS as shipped' };
       case 'shipped-own-template':
         return { ...SHIPPED_VARIANT, name, env: { ...SHIPPED_VARIANT.env, TEMPLATE_PATH: ownTemplate() }, describe: 'the shipped snapshot, TEMPLATE_PATH naming a template other than the default (parsed at start)' };
       case 'tsc':
@@ -140,7 +140,7 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
   };
   const variants: Variant[] = [];
   for (const name of [...new Set(names)]) {
-    const cached = name.endsWith('-cache') && custom[name] === undefined;
+    const cached = name.endsWith('-cache') && custom[name] === undefined && !(BASE_VARIANTS as readonly string[]).includes(name);
     const b = base(cached ? name.slice(0, -'-cache'.length) : name);
     if (cached && b.args !== undefined) throw new Error(`variant ${name}: a startup snapshot does not use NODE_COMPILE_CACHE`);
     if (!cached) {

@@ -2,13 +2,15 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { deferModules } from '../../tools/bundle/defer-modules.mjs';
+import { snapshotConfig } from '../../tools/bundle/build.mjs';
 import { SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from '../../tools/bundle/shipped.mjs';
 import { repoPath, repoRoot } from '../lib/repo.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 // P1, the floor of the startup snapshot: what deserializing each named
 // dependency costs, measured the way the shipped snapshot is built (the same
-// esbuild options and deferred modules, the same NODE_OPTIONS). Each
+// esbuild options and deferred modules, the same snapshot configuration and
+// NODE_OPTIONS). Each
 // snapshot's main function exits at once, so spawn → exit is Node's own start
 // plus deserializing that heap, and nothing else. The last row is the
 // function's own bundle (dist/function.cjs) with its main function replaced
@@ -52,7 +54,9 @@ export async function measureSnapshotFloors(repeats: number): Promise<SnapshotFl
 
   const blobs = scripts.map((s) => {
     const blob = s.script.replace(/\.cjs$/, '.blob');
-    execFileSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot', s.script], { cwd: repoRoot(), env: env(), stdio: 'ignore' });
+    const config = s.script.replace(/\.cjs$/, '.json');
+    writeFileSync(config, JSON.stringify(snapshotConfig(s.script)));
+    execFileSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot-config', config], { cwd: repoRoot(), env: env(), stdio: 'ignore' });
     return { ...s, blob };
   });
   const times = new Map<string, number[]>();
