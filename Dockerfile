@@ -14,7 +14,7 @@ ARG NODE_IMAGE=node:24-slim
 
 # --- build: bundle the function into one CommonJS script and build a V8
 # startup snapshot from it (tools/bundle/build.mts). Loading and evaluating the
-# bundle costs ~0.4 s per cold start; deserializing the snapshot ~0.1 s
+# bundle took ~0.27 s to ready; starting from the snapshot ~0.13 s
 # (bench/REPORT.md, P1). Type checking is CI's job.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
