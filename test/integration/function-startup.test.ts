@@ -58,4 +58,11 @@ describe('function startup', () => {
       await fn.stop();
     }
   });
+
+  it('drains and exits 0 on SIGTERM, as Knative stops a Pod', async () => {
+    const fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig('unused') });
+    await fn.stop();
+    expect(fn.proc.signalCode).toBeNull();
+    expect(fn.proc.exitCode).toBe(0);
+  });
 });
