@@ -14,9 +14,10 @@ import { runFunction } from './run-function.js';
 // the place the process runs in happens after deserialization, in
 // runFunction(): reading the environment (configuration), reading
 // TEMPLATE_PATH, the kubeconfig, the logger, the listening socket, timers and
-// signal handlers. Modules that cannot be in a snapshot (node:http and the
-// packages that use it when they load, such as undici) are loaded on first
-// use after deserialization (tools/bundle/defer-modules.mts).
+// signal handlers. Node's HTTP modules cannot be in a snapshot: they are
+// loaded on first use after deserialization, behind stand-ins that let the
+// packages using them (undici, cloudevents) be evaluated into the snapshot
+// all the same (tools/bundle/defer-modules.mts).
 
 if (!startupSnapshot.isBuildingSnapshot()) {
   throw new Error('functions/snapshot-main.ts builds the startup snapshot: run it with node --build-snapshot (npm run build:bundle)');
