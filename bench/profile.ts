@@ -123,22 +123,27 @@ async function main(): Promise<void> {
       out.noop = { ...noop, events, wallMs: Math.round(noopMs) };
       md.push(`### ${events} warm no-op reconciles (${variant.name}): ${Math.round(noopMs)} ms wall, ${noop.totalMs} ms on the function's main thread (${(noop.totalMs / events).toFixed(2)} ms per event)`, '', table(noop, 20), '');
 
-      log('memory breakdown');
-      await editConfiguration(ctx.cluster, ns, 'cfg');
-      const probeModule = repoPath('dist', 'bench', 'probe', 'memory-probe.js');
-      const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns], nodeArgs: ['--import', probeModule] });
-      try {
-        await sleep(2000);
-        const idle = await probe(fn);
-        await Promise.all(gws.map((name) => fn.post(reconcileEvent({ namespace: ns, name }))));
-        const afterBurst = await probe(fn);
-        await sleep(2000);
-        const settled = await probe(fn);
-        out.memory = { idle, afterBurst, settled, burst };
-        const row = (k: string, m: MemoryProbe): string => `| ${k} | ${m.rssMb} | ${m.hwmMb} | ${m.fileMb} | ${m.anonMb} | ${m.heapUsedMb}/${m.heapTotalMb} | ${m.spaces.new_space?.residentMb ?? 0} | ${m.spaces.old_space?.residentMb ?? 0} | ${m.spaces.large_object_space?.residentMb ?? 0} | ${m.bytecodeAndCodeMb} | ${m.scriptSourceMb} | ${m.externalMb} |`;
-        md.push(`### Memory (${variant.name}, MB)`, '', '| when | RSS | HWM | file-backed | anonymous | heap used/total | new space | old space | large objects | code+bytecode | script source | external |', '|---|---|---|---|---|---|---|---|---|---|---|---|', row('idle', idle), row(`after ${burst} concurrent`, afterBurst), row('2 s later', settled), '');
-      } finally {
-        await fn.stop();
+      if (variant.args !== undefined) {
+        // A startup snapshot runs its own main function: --import preloads nothing there.
+        md.push(`### Memory (${variant.name})`, '', 'Not measured: the memory probe is preloaded with --import, which a startup snapshot does not run.', '');
+      } else {
+        log('memory breakdown');
+        await editConfiguration(ctx.cluster, ns, 'cfg');
+        const probeModule = repoPath('dist', 'bench', 'probe', 'memory-probe.js');
+        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns], nodeArgs: ['--import', probeModule] });
+        try {
+          await sleep(2000);
+          const idle = await probe(fn);
+          await Promise.all(gws.map((name) => fn.post(reconcileEvent({ namespace: ns, name }))));
+          const afterBurst = await probe(fn);
+          await sleep(2000);
+          const settled = await probe(fn);
+          out.memory = { idle, afterBurst, settled, burst };
+          const row = (k: string, m: MemoryProbe): string => `| ${k} | ${m.rssMb} | ${m.hwmMb} | ${m.fileMb} | ${m.anonMb} | ${m.heapUsedMb}/${m.heapTotalMb} | ${m.spaces.new_space?.residentMb ?? 0} | ${m.spaces.old_space?.residentMb ?? 0} | ${m.spaces.large_object_space?.residentMb ?? 0} | ${m.bytecodeAndCodeMb} | ${m.scriptSourceMb} | ${m.externalMb} |`;
+          md.push(`### Memory (${variant.name}, MB)`, '', '| when | RSS | HWM | file-backed | anonymous | heap used/total | new space | old space | large objects | code+bytecode | script source | external |', '|---|---|---|---|---|---|---|---|---|---|---|---|', row('idle', idle), row(`after ${burst} concurrent`, afterBurst), row('2 s later', settled), '');
+        } finally {
+          await fn.stop();
+        }
       }
     } finally {
       await tearDown(ctx, { namespaces: false });

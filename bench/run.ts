@@ -19,11 +19,15 @@ const HELP = `Usage: npm run bench -- [options]
   --quick                  small sizes, a smoke test (well under a minute)
   --only P1,P3             run only these figures (default: all)
   --p1-spawns N            cold starts per variant (default 20; quick 3)
-  --p1-variants a,b        shipped (dist/function.mjs), tsc, bundle, bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=
+  --p1-variants a,b        shipped (the startup snapshot dist/function.blob, as the image
+                           runs it), snapshot-with-code-cache, snapshot-default-heap (no
+                           NODE_OPTIONS), shipped-own-template (TEMPLATE_PATH not the
+                           default), tsc, bundle, bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=
                            --max-semi-space-size=1), any --variant-entry name, and any
-                           of them + "-cache" (NODE_COMPILE_CACHE, primed first)
-                           (default shipped,shipped-cache,tsc,tsc-cache,bundle,bundle-min,
-                           bundle-min-cache,bundle-min-semi1-cache; quick shipped)
+                           script variant + "-cache" (NODE_COMPILE_CACHE, primed first)
+                           (default shipped,snapshot-with-code-cache,snapshot-default-heap,
+                           shipped-own-template,bundle-min-semi1-cache,bundle-min-cache,
+                           bundle-min,tsc-cache,tsc; quick shipped)
   --p1-imports N           import-cost repeats per dependency (default 5; quick 0)
   --p2-samples N           no-op / bare GET samples (default 200; quick 20)
   --p2-change-samples N    configuration-change samples (default 50; quick 5)
@@ -32,11 +36,13 @@ const HELP = `Usage: npm run bench -- [options]
   --p4-repeats N           edits per size (default 3; quick 1)
   --p5-concurrency N       concurrent events for the peak (default 100; quick 20)
   --p5-repeats N           fresh processes per variant (default 3; quick 1)
-  --p5-variants a,b        (default shipped,tsc,bundle-min-cache,bundle-min-semi1-cache; quick shipped)
+  --p5-variants a,b        (default shipped,snapshot-with-code-cache,snapshot-default-heap,
+                           bundle-min-semi1-cache,tsc; quick shipped)
   --p6-sizes a,b,c         Gateways per resync pass (default 100,500,1000; quick 10,20,40)
   --p6-passes N            passes per size (default 3; quick 1)
   --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
-  --variant-entry name=path  an extra build of the function to measure (e.g. a patched copy)
+  --variant-entry name=path  an extra build of the function to measure (e.g. a patched copy;
+                           a .blob is started with --snapshot-blob)
   --variant-env name:K=V   extra environment for a --variant-entry build (e.g. NODE_OPTIONS)
   --main-variant name      the build P2, P3, P4 and P6 run (default shipped)
   --out FILE               results JSON (default bench/results/<date>.json; quick: <date>-quick.json)

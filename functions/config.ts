@@ -6,12 +6,15 @@ import { DEFAULT_CONTROLLER_NAME } from './api-names.js';
 // Service), parsed once at start: a bad value stops the process with a message
 // naming the variable, instead of failing later inside a reconcile.
 
+/** Relative to the working directory (/app in the image). */
+export const DEFAULT_TEMPLATE_PATH = 'infra/templates/lb-deployment.yaml';
+
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 const EnvSchema = z.object({
   CONTROLLER_NAME: z.string().min(1).default(DEFAULT_CONTROLLER_NAME),
   LB_SERVICE_ACCOUNT: z.string().min(1).default('stateless-load-balancer'),
-  TEMPLATE_PATH: z.string().min(1).default('infra/templates/lb-deployment.yaml'),
+  TEMPLATE_PATH: z.string().min(1).default(DEFAULT_TEMPLATE_PATH),
   /** Comma-separated namespaces to serve; empty means all. */
   WATCH_NAMESPACES: z
     .string()
@@ -29,8 +32,12 @@ const EnvSchema = z.object({
    * and the sender sees no answer.
    */
   INVOCATION_BUDGET_MS: z.coerce.number().int().min(100).max(3_600_000).default(50_000),
-  /** Identifies this replica in Events (reportingInstance). */
-  POD_NAME: z.string().min(1).default(hostname()),
+  /**
+   * Identifies this replica in Events (reportingInstance). The default is a
+   * function: a value computed when this module loads would be the image
+   * builder's host name in the startup snapshot.
+   */
+  POD_NAME: z.string().min(1).default(() => hostname()),
 });
 
 export type Config = z.infer<typeof EnvSchema>;

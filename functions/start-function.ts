@@ -3,17 +3,20 @@ import { pino } from 'pino';
 import type { Config } from './config.js';
 import { handleEvent, reconcileQueue } from './handle-event.js';
 import { kubeApi } from './kube/kube-api.js';
-import { loadTemplate } from './reconcile/template.js';
+import { loadTemplateAt, type PreparedTemplate } from './prepared-template.js';
 import { createFunctionServer, type FunctionServer } from './server.js';
 
 export interface RunningFunction extends FunctionServer {
   port: number;
 }
 
-/** Wires configuration, API access, template and server together and listens. */
-export async function startFunction(config: Config, kc: KubeConfig): Promise<RunningFunction> {
+/**
+ * Wires configuration, API access, template and server together and listens.
+ * `preparedTemplate`: the default template parsed ahead (the startup snapshot).
+ */
+export async function startFunction(config: Config, kc: KubeConfig, options: { preparedTemplate?: PreparedTemplate } = {}): Promise<RunningFunction> {
   const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
-  const template = loadTemplate(config.TEMPLATE_PATH);
+  const template = loadTemplateAt(config.TEMPLATE_PATH, options.preparedTemplate);
   const api = kubeApi(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
   const deps = {
     api,

@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { HTTP, type CloudEvent } from 'cloudevents';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { SHIPPED_BLOB, SHIPPED_NODE_ARGS, SHIPPED_NODE_OPTIONS } from '../../tools/bundle/shipped.mjs';
 import { CONTROLLER_NAME } from './cluster.js';
 import { repoRoot } from './repo.js';
 
@@ -13,19 +14,32 @@ import { repoRoot } from './repo.js';
 // (token kubeconfig), with K_SINK pointing back at itself (a valid Knative
 // wiring without a Broker: fan-out requests come back to the same process).
 
-/** How the function is built and started: the shipped tsc output, or a bundle. */
+/** How the function is built and started: the shipped startup snapshot, the tsc output, or a bundle. */
 export interface Variant {
   name: string;
-  /** Entry point, relative to the repository root. */
+  /** Entry point (a script, or a snapshot blob), relative to the repository root. */
   entry: string;
+  /** What follows `node` (default: the entry alone). */
+  args?: readonly string[];
   /** Extra environment (e.g. NODE_COMPILE_CACHE). */
   env: Record<string, string>;
   describe: string;
 }
 
+/** `node <these>` starts the variant. */
+export function variantArgs(v: Variant): readonly string[] {
+  return v.args ?? [v.entry];
+}
+
 export const TSC_VARIANT: Variant = { name: 'tsc', entry: 'dist/functions/main.js', env: {}, describe: 'node dist/functions/main.js (tsc output, unbundled)' };
-/** What the production image runs (Dockerfile), built by `npm run build:bundle`. */
-export const SHIPPED_VARIANT: Variant = { name: 'shipped', entry: 'dist/function.mjs', env: {}, describe: 'node dist/function.mjs (the shipped bundle)' };
+/** What the production image runs (Dockerfile, infra/), built by `npm run build:bundle`. */
+export const SHIPPED_VARIANT: Variant = {
+  name: 'shipped',
+  entry: SHIPPED_BLOB,
+  args: SHIPPED_NODE_ARGS,
+  env: { NODE_OPTIONS: SHIPPED_NODE_OPTIONS },
+  describe: `node ${SHIPPED_NODE_ARGS.join(' ')}, NODE_OPTIONS=${SHIPPED_NODE_OPTIONS} (the shipped startup snapshot)`,
+};
 
 export type { EventLogLine as LogLine } from '../../functions/server.js';
 import type { EventLogLine as LogLine } from '../../functions/server.js';
@@ -148,7 +162,7 @@ export class FunctionProcess {
       ...variant.env,
     };
     const spawnedAt = performance.now();
-    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), variant.entry], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...variantArgs(variant)], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
     const fn = new FunctionProcess(proc, url, variant, spawnedAt);

@@ -1,19 +1,32 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
+import { snapshotConfig } from '../../tools/bundle/build.mjs';
 import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
 import { repoPath } from './repo.js';
 
 // Build variants of the same function for the cold-start comparison (P1, P5):
-// the shipped bundle (dist/function.mjs), the tsc output, esbuild bundles (esbuild is a devDependency), the
-// minified bundle with a 1 MB young generation (bundle-min-semi1), any entry
-// given with --variant-entry, and each of them with "-cache": Node's
-// on-disk V8 compile cache (NODE_COMPILE_CACHE), primed by one run before
-// measuring, the way an image build step would prime it.
+// - shipped: the startup snapshot (dist/function.blob) as the image runs it;
+// - snapshot-default-heap: the same blob without NODE_OPTIONS (V8's default
+//   young generation), to show what the option buys;
+// - snapshot-with-code-cache: the shipped bundle's snapshot built with V8's
+//   code cache (the shipped one is built without): a larger blob, the
+//   functions compiled while building kept compiled;
+// - shipped-own-template: the shipped snapshot with TEMPLATE_PATH naming a
+//   template whose text differs from the default (an operator's own), which
+//   is parsed at start instead of taken from the snapshot;
+// - tsc: the tsc output; bundle, bundle-min: ESM esbuild bundles (esbuild is a
+//   devDependency); bundle-min-semi1: the minified bundle with a 1 MB young
+//   generation (with -cache, what the image ran before the snapshot);
+// - any entry given with --variant-entry;
+// - script variants with "-cache": Node's on-disk V8 compile cache
+//   (NODE_COMPILE_CACHE), primed by one run before measuring, the way an image
+//   build step would prime it. A snapshot has no use for it.
 
-export const BASE_VARIANTS = ['shipped', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
-export const KNOWN_VARIANTS = ['shipped', 'shipped-cache', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
+export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
 
 /** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
 const SEMI1 = '--max-semi-space-size=1';
@@ -81,10 +94,34 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
     built.set(minify, rel);
     return rel;
   };
+  let withCodeCache: string | undefined;
+  const snapshotWithCodeCache = (): string => {
+    if (withCodeCache !== undefined) return withCodeCache;
+    mkdirSync(repoPath('dist', 'bench'), { recursive: true });
+    const config = join('dist', 'bench', 'snapshot-with-code-cache.json');
+    writeFileSync(repoPath(config), JSON.stringify(snapshotConfig(undefined, false)));
+    const blob = join('dist', 'bench', 'snapshot-with-code-cache.blob');
+    execFileSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot-config', config], { cwd: repoPath(), env: { PATH: process.env.PATH ?? '', ...SHIPPED_VARIANT.env }, stdio: 'ignore' });
+    withCodeCache = blob;
+    return blob;
+  };
+  // The default template plus a comment: other text, the same Deployment.
+  const ownTemplate = (): string => {
+    const rel = join('dist', 'bench', 'own-template.yaml');
+    mkdirSync(repoPath('dist', 'bench'), { recursive: true });
+    writeFileSync(repoPath(rel), `${readFileSync(repoPath(DEFAULT_TEMPLATE_PATH), 'utf8')}\n# an operator's own copy\n`);
+    return rel;
+  };
   const base = (name: string): Variant => {
     switch (name) {
       case 'shipped':
         return SHIPPED_VARIANT;
+      case 'snapshot-default-heap':
+        return { ...SHIPPED_VARIANT, name, env: {}, describe: `node ${SHIPPED_VARIANT.args?.join(' ') ?? ''} (the shipped snapshot, no NODE_OPTIONS)` };
+      case 'snapshot-with-code-cache':
+        return { ...SHIPPED_VARIANT, name, entry: snapshotWithCodeCache(), args: ['--snapshot-blob', snapshotWithCodeCache()], describe: 'the shipped bundle, its snapshot built with V8 code cache, NODE_OPTIONS as shipped' };
+      case 'shipped-own-template':
+        return { ...SHIPPED_VARIANT, name, env: { ...SHIPPED_VARIANT.env, TEMPLATE_PATH: ownTemplate() }, describe: 'the shipped snapshot, TEMPLATE_PATH naming a template other than the default (parsed at start)' };
       case 'tsc':
         return TSC_VARIANT;
       case 'bundle':
@@ -97,12 +134,15 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
     const entry = custom[name];
     if (entry === undefined) throw new Error(`unknown variant "${name}"; known: ${[...KNOWN_VARIANTS, ...Object.keys(custom)].join(', ')} (and any of them with -cache)`);
     const env = customEnv[name] ?? {};
-    return { name, entry, env, describe: `--variant-entry ${name}${Object.keys(env).length > 0 ? ` with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}` };
+    // A .blob is a startup snapshot: node --snapshot-blob <it>.
+    const args = entry.endsWith('.blob') ? { args: ['--snapshot-blob', entry] } : {};
+    return { name, entry, ...args, env, describe: `--variant-entry ${name}${Object.keys(env).length > 0 ? ` with ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}` };
   };
   const variants: Variant[] = [];
   for (const name of [...new Set(names)]) {
-    const cached = name.endsWith('-cache') && custom[name] === undefined;
+    const cached = name.endsWith('-cache') && custom[name] === undefined && !(BASE_VARIANTS as readonly string[]).includes(name);
     const b = base(cached ? name.slice(0, -'-cache'.length) : name);
+    if (cached && b.args !== undefined) throw new Error(`variant ${name}: a startup snapshot does not use NODE_COMPILE_CACHE`);
     if (!cached) {
       variants.push(b);
       continue;

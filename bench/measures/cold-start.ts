@@ -9,6 +9,7 @@ import { createConfiguration, createGateways, getGateway, appliedWith } from '..
 import { repoRoot } from '../lib/repo.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import { compileCacheSize, type PreparedVariants } from '../lib/variants.js';
+import { measureSnapshotFloors, type SnapshotFloor } from './snapshot-floors.js';
 
 // P1: cold start of the function process, per build variant, spawns
 // interleaved across variants so that machine noise hits all alike.
@@ -47,6 +48,8 @@ export interface P1Result {
   /** Floors: `node -e 0` spawn → exit, and a bare node:http server spawn → /readyz 200. */
   floors: { nodeExitMs: Summary; bareServerReadyMs: Summary; bareServerRssMb: Summary };
   imports: ImportCost[];
+  /** Startup-snapshot floors: deserializing each named dependency alone (with the import repeats). */
+  snapshotFloors?: SnapshotFloor[];
 }
 
 export async function measureColdStart(ctx: BenchContext, opts: { spawns: number; prepared: PreparedVariants; importRepeats: number }): Promise<P1Result> {
@@ -117,7 +120,8 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   if (opts.importRepeats > 0) {
     for (const m of ['@kubernetes/client-node', 'zod', 'cloudevents', 'pino']) imports.push(await importCost(m, opts.importRepeats));
   }
-  return { variants: rows, floors, imports };
+  const snapshotFloors = opts.importRepeats > 0 ? await measureSnapshotFloors(Math.max(5, opts.importRepeats * 2)) : undefined;
+  return { variants: rows, floors, imports, ...(snapshotFloors ? { snapshotFloors } : {}) };
 }
 
 function cleanEnv(): Record<string, string> {

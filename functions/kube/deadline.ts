@@ -11,11 +11,17 @@ export class DeadlineExceeded extends Error {
   override readonly name = 'DeadlineExceeded';
 }
 
-const budget = new AsyncLocalStorage<AbortSignal>();
+// Created on first use, not when this module loads: the startup snapshot
+// evaluates every module at image build, and async context is per process.
+let budgetStore: AsyncLocalStorage<AbortSignal> | undefined;
+function budget(): AsyncLocalStorage<AbortSignal> {
+  budgetStore ??= new AsyncLocalStorage<AbortSignal>();
+  return budgetStore;
+}
 
 /** The signal of the invocation this code runs for, if any. */
 export function invocationSignal(): AbortSignal | undefined {
-  return budget.getStore();
+  return budget().getStore();
 }
 
 /** Both the request's own timeout and the invocation's budget. */
@@ -41,7 +47,7 @@ export async function withDeadline<T>(ms: number, fn: () => Promise<T>): Promise
     }, ms);
   });
   try {
-    return await Promise.race([budget.run(controller.signal, fn), expired]);
+    return await Promise.race([budget().run(controller.signal, fn), expired]);
   } finally {
     clearTimeout(timer);
   }

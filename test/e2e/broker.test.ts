@@ -18,7 +18,7 @@ import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
 // The whole event path with the real Knative Eventing data plane, every part
 // a real process: kube-apiserver → the ApiServerSource receive adapter →
 // Broker ingress → in-memory channel dispatcher → Broker filter → the shipped
-// function bundle (dist/function.mjs) → the API server, and the function's
+// function's startup snapshot (dist/function.blob) → the API server, and the function's
 // fan-out back through the Broker. The Broker, Triggers, ApiServerSource and
 // PingSource are the shipped ones from infra/ (or an overlay of it under
 // test/e2e/overlays/), with the Eventing webhook's defaults written by

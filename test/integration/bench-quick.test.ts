@@ -8,7 +8,7 @@ import { clusterInfo } from '../support/cluster.js';
 
 // The benchmark's quick mode in the suite: only the COUNT figures, which are
 // exact (audit log), never the times, which a shared machine makes noisy.
-// It runs the shipped bundle (dist/function.mjs, built by `npm test`)
+// It runs the shipped startup snapshot (dist/function.blob, built by `npm test`)
 // as a real process, as the controller ServiceAccount, on the shared control
 // plane (kube-controller-manager runs there).
 
@@ -19,7 +19,7 @@ describe('bench quick mode: request counts', () => {
   };
 
   beforeAll(async () => {
-    if (!existsSync('dist/function.mjs')) throw new Error('dist/function.mjs is missing: run `npm test` (it builds first) or `npm run build:bundle`');
+    if (!existsSync('dist/function.blob')) throw new Error('dist/function.blob is missing: run `npm test` (it builds first) or `npm run build:bundle`');
     ctx = await setUp(connect(clusterInfo(), { controllerManager: true }), log);
   }, 120000);
 

@@ -1,12 +1,18 @@
 import { spawn } from 'node:child_process';
-import { FUNCTION_BUNDLE } from '../support/processes.js';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
+import { loadTemplate } from '../../functions/reconcile/template.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { SHIPPED_ARGS, SHIPPED_ENV, startFunctionProcess, writeTokenKubeconfig } from '../support/processes.js';
 
-// The production entry point (the shipped bundle) refuses a bad configuration at start, naming the
+// The production entry point (the shipped startup snapshot) refuses a bad configuration at start, naming the
 // variable, instead of failing later inside a reconcile.
 
 function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [FUNCTION_BUNDLE], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [...SHIPPED_ARGS], { env: { PATH: process.env.PATH ?? '', ...SHIPPED_ENV, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
     p.on('exit', (code) => resolve({ code, stderr }));
@@ -30,5 +36,33 @@ describe('function startup', () => {
     const { code, stderr } = await runMain({ TEMPLATE_PATH: 'infra/templates/no-such-file.yaml', KUBECONFIG: 'infra/templates/no-such-kubeconfig' });
     expect(code).toBe(1);
     expect(stderr).toMatch(/no-such/);
+  });
+
+  // The snapshot carries the default template parsed at image build; the file
+  // at TEMPLATE_PATH is still what counts.
+  it.each([
+    ['the default template (from the snapshot)', (): string => DEFAULT_TEMPLATE_PATH],
+    ['an operator\'s own template (parsed at start)', (): string => {
+      const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+      writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace(/replicas: \d+/, 'replicas: 3'));
+      return path;
+    }],
+  ])('serves with the template at TEMPLATE_PATH: %s', async (_, path) => {
+    const templatePath = path();
+    const fn = await startFunctionProcess({ TEMPLATE_PATH: templatePath, KUBECONFIG: writeTokenKubeconfig('unused') });
+    try {
+      // Written before the first answer, but read from another pipe: wait for it.
+      const listening = await waitFor('the listening log line', () => fn.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
+      expect(listening.templateHash).toBe(loadTemplate(templatePath).hash);
+    } finally {
+      await fn.stop();
+    }
+  });
+
+  it('drains and exits 0 on SIGTERM, as Knative stops a Pod', async () => {
+    const fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig('unused') });
+    await fn.stop();
+    expect(fn.proc.signalCode).toBeNull();
+    expect(fn.proc.exitCode).toBe(0);
   });
 });

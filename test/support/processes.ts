@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { SHIPPED_NODE_ARGS, SHIPPED_NODE_OPTIONS } from '../../tools/bundle/shipped.mjs';
 import { ensureKnativeAssets } from '../../tools/knative/build.mjs';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -30,8 +31,13 @@ export function writeTokenKubeconfig(token: string): string {
 export type { EventLogLine as LogLine } from '../../functions/server.js';
 import type { EventLogLine as LogLine } from '../../functions/server.js';
 
-/** What the production image runs; `npm test` builds it before jest starts. */
-export const FUNCTION_BUNDLE = 'dist/function.mjs';
+/**
+ * What the production image runs: `node <SHIPPED_NODE_ARGS>` (the startup
+ * snapshot) with NODE_OPTIONS. `npm test` builds it before jest starts, with
+ * the same Node that runs jest (a snapshot only starts with the Node that built it).
+ */
+export const SHIPPED_ARGS: readonly string[] = SHIPPED_NODE_ARGS;
+export const SHIPPED_ENV: Readonly<Record<string, string>> = { NODE_OPTIONS: SHIPPED_NODE_OPTIONS };
 
 export interface FunctionProcess {
   url: string;
@@ -51,9 +57,9 @@ export async function startFunctionProcess(env: Record<string, string>, port?: n
 /** Starts the function on a port chosen beforehand (a Knative Service address must be known first). */
 export async function startFunctionOn(p: number, env: Record<string, string>): Promise<FunctionProcess> {
   const url = `http://127.0.0.1:${p}`;
-  // The shipped artifact: the image runs this bundle (npm run build:bundle).
-  const proc = spawn(process.execPath, [FUNCTION_BUNDLE], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', TEMPLATE_PATH: 'infra/templates/lb-deployment.yaml', PORT: String(p), K_SINK: `${url}/`, ...env },
+  // The shipped artifact, started as the image starts it (npm run build:bundle).
+  const proc = spawn(process.execPath, [...SHIPPED_ARGS], {
+    env: { PATH: process.env.PATH ?? '', ...SHIPPED_ENV, LOG_LEVEL: 'info', TEMPLATE_PATH: 'infra/templates/lb-deployment.yaml', PORT: String(p), K_SINK: `${url}/`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: LogLine[] = [];
