@@ -1,5 +1,5 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { GATEWAYS } from '../../functions/kube/kube-api.js';
+import { DEPLOYMENTS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, GATEWAYS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../functions/kube/kube-api.js';
@@ -28,6 +28,10 @@ export interface P2Result {
   bareGet: Summary;
   /** GET through KubeConfig.makeApiClient(CustomObjectsApi) as shipped: a new connection and TLS handshake per request (client-node 2.0.1). */
   bareGetMakeApiClient: Summary;
+  /** The no-op's own five reads (Gateway, Deployment, L34Routes, class, configuration) in parallel from this process, pooled: the floor of one read round. */
+  bareRound: Summary;
+  /** median(no-op) / median(bare round). */
+  ratioRound: number;
   /** The same no-op posted without the observe hint (two read rounds instead of one). */
   noopWithoutHint: Summary;
   /** median(no-op) / median(bare GET, pooled): the target's ratio. */
@@ -63,6 +67,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
     const getStock: number[] = [];
     const noopIds: string[] = [];
     const unhinted: number[] = [];
+    const round: number[] = [];
     // What fan-out and the resync send: the Gateway's class and configuration (functions/reconcile/plan/observe-hint.ts).
     const hint = { gatewayClassName: ctx.className, configuration: { namespace: ns, name: 'cfg' }, routeScope: 'same' as const };
     for (let i = 0; i < opts.warmup + opts.samples; i++) {
@@ -72,12 +77,22 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
       const t = performance.now();
       await bare.getNamespacedCustomObject({ ...GATEWAYS, namespace: ns, name: 'warm' });
       const g = performance.now() - t;
+      const t3 = performance.now();
+      await Promise.all([
+        bare.getNamespacedCustomObject({ ...GATEWAYS, namespace: ns, name: 'warm' }),
+        bare.getNamespacedCustomObject({ ...DEPLOYMENTS, namespace: ns, name: 'sllbr-warm' }),
+        bare.listNamespacedCustomObject({ ...L34ROUTES, namespace: ns }),
+        bare.getClusterCustomObject({ ...GATEWAY_CLASSES, name: ctx.className }),
+        bare.getNamespacedCustomObject({ ...GATEWAY_CONFIGURATIONS, namespace: ns, name: 'cfg' }),
+      ]);
+      const g3 = performance.now() - t3;
       const t2 = performance.now();
       await stock.getNamespacedCustomObject({ ...GATEWAYS, namespace: ns, name: 'warm' });
       const g2 = performance.now() - t2;
       if (i < opts.warmup) continue;
       noop.push(r.ms);
       unhinted.push(u.ms);
+      round.push(g3);
       get.push(g);
       getStock.push(g2);
       noopIds.push(ev.id);
@@ -107,6 +122,8 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
       bareGet: summarize(get),
       bareGetMakeApiClient: summarize(getStock),
       noopWithoutHint: summarize(unhinted),
+      bareRound: summarize(round),
+      ratioRound: median(noop) / median(round),
       ratio: median(noop) / median(get),
       ratioWithoutHint: median(unhinted) / median(get),
       ratioMakeApiClient: median(noop) / median(getStock),
