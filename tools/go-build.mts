@@ -282,3 +282,27 @@ export function runAsScript<T>(moduleUrl: string, main: () => Promise<T>, log: L
     },
   );
 }
+
+/** Where a pinned tool's binary is: the file an environment variable names, else the cache. */
+export function cachedBinary(envVar: string, dirName: string, file: string): string {
+  return process.env[envVar] || join(cacheRoot(), 'bin', dirName, file);
+}
+
+/**
+ * Makes sure a pinned tool's binary exists: the one an environment variable
+ * names must be there; otherwise it is built once, under a cross-process lock,
+ * with `build`.
+ */
+export async function ensureBinary(opts: { binary: string; envVar: string; lock: string; log: Log; requires: string; announce: string; build: () => Promise<void> }): Promise<void> {
+  if (process.env[opts.envVar]) {
+    if (!existsSync(opts.binary)) throw new Error(`${opts.binary} does not exist (from ${opts.envVar})`);
+    return;
+  }
+  if (existsSync(opts.binary)) return;
+  await withLock(opts.lock, opts.log, async () => {
+    if (existsSync(opts.binary)) return;
+    requireGo(opts.requires);
+    opts.log(opts.announce);
+    await opts.build();
+  });
+}

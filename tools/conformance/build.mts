@@ -8,9 +8,9 @@
 //
 // CONFORMANCE_BINARY=<path> skips the build and uses that binary.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheRoot, goTestCompile, logger, requireGo, requiredVersion, runAsScript, toolDir, withLock } from '../go-build.mts';
+import { cachedBinary, ensureBinary, goTestCompile, logger, requiredVersion, runAsScript, toolDir } from '../go-build.mts';
 
 const here = toolDir('conformance', import.meta.url);
 const log = logger('conformance');
@@ -40,26 +40,22 @@ function harnessHash(): string {
 }
 
 export function resolveBinary(version = suiteVersion()): string {
-  if (process.env.CONFORMANCE_BINARY) return process.env.CONFORMANCE_BINARY;
-  return join(cacheRoot(), 'bin', `gateway-api-conformance-${version}-${harnessHash()}`, 'conformance.test');
+  return cachedBinary('CONFORMANCE_BINARY', `gateway-api-conformance-${version}-${harnessHash()}`, 'conformance.test');
 }
 
 export async function ensureConformanceSuite(): Promise<ConformanceAssets> {
   const version = suiteVersion();
   const binary = resolveBinary(version);
-  if (process.env.CONFORMANCE_BINARY) {
-    if (!existsSync(binary)) throw new Error(`CONFORMANCE_BINARY ${binary} does not exist`);
-    return { version, binary };
-  }
-  return withLock('.conformance-build.lock', log, async () => {
-    if (!existsSync(binary)) {
-      requireGo(`the Gateway API conformance suite ${version}`);
-      log(`building the Gateway API conformance suite ${version} into ${binary}`);
-      log('a cold build downloads modules and compiles about a thousand packages: expect 3-8 minutes on 2 cores');
-      await goTestCompile({ dir: here, pkg: './suite', out: binary, log });
-    }
-    return { version, binary };
+  await ensureBinary({
+    binary,
+    envVar: 'CONFORMANCE_BINARY',
+    lock: '.conformance-build.lock',
+    log,
+    requires: `the Gateway API conformance suite ${version}`,
+    announce: `building the Gateway API conformance suite ${version} into ${binary}; a cold build downloads modules and compiles about a thousand packages: expect 3-8 minutes on 2 cores`,
+    build: () => goTestCompile({ dir: here, pkg: './suite', out: binary, log }),
   });
+  return { version, binary };
 }
 
 runAsScript(import.meta.url, async () => {

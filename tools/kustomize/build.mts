@@ -12,9 +12,7 @@
 //
 // KUSTOMIZE_BIN=<file> skips the build and uses that binary.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { cacheRoot, goBuild, logger, requireGo, requiredVersion, runAsScript, toolDir, withLock } from '../go-build.mts';
+import { cachedBinary, ensureBinary, goBuild, logger, requiredVersion, runAsScript, toolDir } from '../go-build.mts';
 
 const here = toolDir('kustomize', import.meta.url);
 const log = logger('kustomize');
@@ -34,26 +32,22 @@ export function pinnedVersion(): string {
 
 /** Where the binary comes from: `$KUSTOMIZE_BIN`, else the cache. */
 export function resolveKustomize(version: string = pinnedVersion()): string {
-  if (process.env.KUSTOMIZE_BIN) return process.env.KUSTOMIZE_BIN;
-  return join(cacheRoot(), 'bin', `kustomize-${version}`, 'kustomize');
+  return cachedBinary('KUSTOMIZE_BIN', `kustomize-${version}`, 'kustomize');
 }
 
 export async function ensureKustomize(): Promise<KustomizeAssets> {
   const version = pinnedVersion();
   const binary = resolveKustomize(version);
-  if (process.env.KUSTOMIZE_BIN) {
-    if (!existsSync(binary)) throw new Error(`kustomize not found at ${binary} (from KUSTOMIZE_BIN)`);
-    return { version, binary };
-  }
-  if (existsSync(binary)) return { version, binary };
-  return withLock('.kustomize-build.lock', log, async () => {
-    if (!existsSync(binary)) {
-      requireGo('kustomize; or set KUSTOMIZE_BIN to a kustomize binary');
-      log(`building kustomize (${MODULE} ${version}); a cold build takes 30 s to 2 minutes`);
-      await goBuild({ dir: here, pkg: MODULE, out: binary, trimpath: true, ldflags: `-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${version}`, log });
-    }
-    return { version, binary };
+  await ensureBinary({
+    binary,
+    envVar: 'KUSTOMIZE_BIN',
+    lock: '.kustomize-build.lock',
+    log,
+    requires: 'kustomize; or set KUSTOMIZE_BIN to a kustomize binary',
+    announce: `building kustomize (${MODULE} ${version}); a cold build takes 30 s to 2 minutes`,
+    build: () => goBuild({ dir: here, pkg: MODULE, out: binary, trimpath: true, ldflags: `-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${version}`, log }),
   });
+  return { version, binary };
 }
 
 /** Runs `kustomize build <dir>` with the pinned binary and returns the YAML stream. */

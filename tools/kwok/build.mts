@@ -19,9 +19,8 @@
 //
 // KWOK_BIN=<file> skips the build and uses that binary (the Stages are still
 // collected from the pinned module).
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheRoot, collectManifests, goBuild, logger, requireGo, requiredVersion, runAsScript, toolDir, withLock } from '../go-build.mts';
+import { cachedBinary, collectManifests, ensureBinary, goBuild, logger, requiredVersion, runAsScript, toolDir, withLock } from '../go-build.mts';
 
 const here = toolDir('kwok', import.meta.url);
 const log = logger('kwok');
@@ -43,8 +42,7 @@ export function pinnedVersion(): string {
 
 /** Where the binary comes from: `$KWOK_BIN`, else the cache. */
 export function resolveKwok(version: string = pinnedVersion()): string {
-  if (process.env.KWOK_BIN) return process.env.KWOK_BIN;
-  return join(cacheRoot(), 'bin', `kwok-${version}`, 'kwok');
+  return cachedBinary('KWOK_BIN', `kwok-${version}`, 'kwok');
 }
 
 function collectStages(version: string): string {
@@ -67,16 +65,16 @@ function collectStages(version: string): string {
 export async function ensureKwok(): Promise<KwokAssets> {
   const version = pinnedVersion();
   const binary = resolveKwok(version);
-  return withLock('.kwok-build.lock', log, async () => {
-    if (process.env.KWOK_BIN) {
-      if (!existsSync(binary)) throw new Error(`kwok not found at ${binary} (from KWOK_BIN)`);
-    } else if (!existsSync(binary)) {
-      requireGo('KWOK; or set KWOK_BIN to a kwok binary');
-      log(`building kwok (${MODULE} ${version}); a cold build compiles about 900 packages: expect 3-8 minutes on 2 cores`);
-      await goBuild({ dir: here, pkg: `${MODULE}/cmd/kwok`, out: binary, trimpath: true, ldflags: '-s -w', log });
-    }
-    return { version, binary, stages: collectStages(version) };
+  await ensureBinary({
+    binary,
+    envVar: 'KWOK_BIN',
+    lock: '.kwok-build.lock',
+    log,
+    requires: 'KWOK; or set KWOK_BIN to a kwok binary',
+    announce: `building kwok (${MODULE} ${version}); a cold build compiles about 900 packages: expect 3-8 minutes on 2 cores`,
+    build: () => goBuild({ dir: here, pkg: `${MODULE}/cmd/kwok`, out: binary, trimpath: true, ldflags: '-s -w', log }),
   });
+  return { version, binary, stages: await withLock('.kwok-stages.lock', log, async () => collectStages(version)) };
 }
 
 runAsScript(import.meta.url, async () => {
