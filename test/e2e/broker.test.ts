@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { RECONCILE_TYPE } from '../../events/types.js';
-import { freePort } from '../../tools/controlplane/free-port.js';
+import { stableAddress, type StableAddress } from '../support/stable-address.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
 import { BROKER, installEventWiring, type EventWiring } from '../support/broker-install.js';
@@ -12,7 +12,7 @@ import { APPLIED, condition, configurationSpec, createClass, createConfiguration
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { guessKindToResource, pluralOf } from '../support/install.js';
 import { freezeDeployments } from '../support/policies.js';
-import { startAdapter, startFunctionOn, writeTokenKubeconfig, type AdapterProcess, type AdapterResource, type FunctionProcess, type LogLine } from '../support/processes.js';
+import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type AdapterResource, type FunctionProcess, type LogLine } from '../support/processes.js';
 import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
 
 // The whole event path with the real Knative Eventing data plane, every part
@@ -39,6 +39,8 @@ interface Path {
   fnEnv: Record<string, string>;
   wiring: EventWiring;
   adapter?: AdapterProcess;
+  /** The function's address as the Triggers know it (a Service in front of its Pod). */
+  front: StableAddress;
 }
 
 /**
@@ -98,6 +100,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
     }
     await path?.adapter?.stop();
     await path?.fn.stop();
+    await path?.front.close();
     path = undefined;
   });
 
@@ -115,8 +118,9 @@ describe('the real Knative Eventing Broker in the event path', () => {
     const controller = await controllerIdentity(ns());
     const cls = `meridio-${ns()}`;
     await createClass(cls);
-    const port = await freePort();
-    const wiring = await installEventWiring(ns(), dir, `http://127.0.0.1:${port}`);
+    // Pointed at the function once it listens; a restart gets a port of its own.
+    const front = await stableAddress(0);
+    const wiring = await installEventWiring(ns(), dir, front.url);
     const fnEnv = {
       KUBECONFIG: writeTokenKubeconfig((controller.kc.getCurrentUser()?.token ?? '') as string),
       WATCH_NAMESPACES: ns(),
@@ -125,8 +129,9 @@ describe('the real Knative Eventing Broker in the event path', () => {
       // cluster host name resolved to a local listener (cluster-dns-proxy.ts).
       K_SINK: await eventing().proxy.localAddress(wiring.brokerUrl),
     };
-    const fn = await startFunctionOn(port, fnEnv);
-    path = { ns: ns(), cls, fn, fnEnv, wiring };
+    const fn = await startFunctionProcess(fnEnv);
+    front.retarget(fn.port);
+    path = { ns: ns(), cls, fn, fnEnv, wiring, front };
     if (opts.adapter !== false) {
       path.adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: wiring.brokerUrl, namespaces: [ns()], resources: await adapterResources(wiring), env: eventing().proxyEnv });
       // Nothing is sent for what exists when the adapter starts, and its
@@ -274,7 +279,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
   }, 240000);
 
   it('the function is down for 5 s while an event is sent: the Broker delivers it once the function is back', async () => {
-    const { fn, fnEnv } = await startPath(SHIPPED);
+    const { fn, fnEnv, front } = await startPath(SHIPPED);
     await createConfiguration(ns(), 'cfg');
     await fn.stop();
     const down = Date.now();
@@ -287,7 +292,9 @@ describe('the real Knative Eventing Broker in the event path', () => {
     await waitFor('a failed delivery to the function', () => (filterRequests('meridio-2-apiserver-add').some((r) => r.ceId === sent.ceId && r.status >= 500) ? true : undefined), { timeoutMs: 30000 });
     // The scenario's outage length, not a synchronisation.
     await delay(Math.max(0, 5000 - (Date.now() - down)));
-    const back = await startFunctionOn(fn.port, fnEnv);
+    const back = await startFunctionProcess(fnEnv);
+    expect(back.port).not.toBe(fn.port);
+    front.retarget(back.port);
     p().fn = back;
     await waitFor('gw Programmed and Applied', programmedAndApplied('gw'), { timeoutMs: 90000, intervalMs: 250 });
     // The very event sent while it was down, within the shipped retry budget.

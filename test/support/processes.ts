@@ -49,13 +49,12 @@ export interface FunctionProcess {
   stop(): Promise<void>;
 }
 
-export async function startFunctionProcess(env: Record<string, string>, port?: number): Promise<FunctionProcess> {
-  const p = port ?? (await freePort());
-  return startFunctionOn(p, env);
-}
-
-/** Starts the function on a port chosen beforehand (a Knative Service address must be known first). */
-export async function startFunctionOn(p: number, env: Record<string, string>): Promise<FunctionProcess> {
+/**
+ * Starts the shipped function on a port of its own (never one a dead process
+ * had: put a stable-address.ts front before it when senders need a fixed URL).
+ */
+export async function startFunctionProcess(env: Record<string, string>): Promise<FunctionProcess> {
+  const p = await freePort();
   const url = `http://127.0.0.1:${p}`;
   // The shipped artifact, started as the image starts it (npm run build:bundle).
   const proc = spawn(process.execPath, [...SHIPPED_ARGS], {
