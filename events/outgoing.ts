@@ -6,15 +6,15 @@ import { API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE 
 // Constructors for the events the controller emits (reconcile requests) and,
 // for the local event source and the tests, the ones Knative would send.
 
-/** A reconcile request; `key.hint` rides along in the data when given (observe-hint.ts). */
-export function reconcileEvent(key: GatewayKey & { hint?: ReconcileData['hint'] }, cause?: ReconcileData['cause']): CloudEvent<ReconcileData> {
+/** A reconcile request; the observe hint rides along in the data when given (observe-hint.ts). */
+export function reconcileEvent(key: GatewayKey, cause?: ReconcileData['cause'], hint?: ReconcileData['hint']): CloudEvent<ReconcileData> {
   return new CloudEvent<ReconcileData>({
     id: randomUUID(),
     type: RECONCILE_TYPE,
     source: RECONCILE_SOURCE,
     subject: `namespaces/${key.namespace}/gateways/${key.name}`,
     datacontenttype: 'application/json',
-    data: { namespace: key.namespace, name: key.name, ...(cause ? { cause } : {}), ...(key.hint ? { hint: key.hint } : {}) },
+    data: { namespace: key.namespace, name: key.name, ...(cause ? { cause } : {}), ...(hint ? { hint } : {}) },
   });
 }
 

@@ -64,7 +64,7 @@ async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: s
   const [only] = keys;
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps));
   if (deps.sink) {
-    const r = await fanOut(keys.map((t) => ({ ...t.key, ...(t.hint ? { hint: t.hint } : {}) })), cause, { sink: deps.sink });
+    const r = await fanOut(keys, cause, { sink: deps.sink });
     if (r.failed.length > 0) {
       return { status: answerFor('redeliver'), outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     }

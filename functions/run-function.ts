@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from './config.js';
-import type { PreparedTemplate } from './prepared-template.js';
+import type { PreparedTemplate } from './reconcile/template.js';
 import { defaultKubeConfig, startFunction } from './start-function.js';
 
 // What both entry points run (functions/main.ts, and the startup snapshot's

@@ -1,6 +1,6 @@
 import { startupSnapshot } from 'node:v8';
 import { DEFAULT_TEMPLATE_PATH } from './config.js';
-import { prepareTemplate } from './prepared-template.js';
+import { prepareTemplate } from './reconcile/template.js';
 import { runFunction } from './run-function.js';
 
 // Entry of the startup snapshot the image runs (`node --snapshot-blob

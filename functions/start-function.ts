@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import type { Config } from './config.js';
 import { handleEvent, reconcileQueue } from './handle-event.js';
 import { kubeApi } from './kube/kube-api.js';
-import { loadTemplateAt, type PreparedTemplate } from './prepared-template.js';
+import { loadTemplate, type PreparedTemplate } from './reconcile/template.js';
 import { createFunctionServer, type FunctionServer } from './server.js';
 
 export interface RunningFunction extends FunctionServer {
@@ -16,7 +16,7 @@ export interface RunningFunction extends FunctionServer {
  */
 export async function startFunction(config: Config, kc: KubeConfig, options: { preparedTemplate?: PreparedTemplate } = {}): Promise<RunningFunction> {
   const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
-  const template = loadTemplateAt(config.TEMPLATE_PATH, options.preparedTemplate);
+  const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
   const api = kubeApi(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
   const deps = {
     api,

@@ -71,7 +71,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
     // What fan-out and the resync send: the Gateway's class and configuration (functions/reconcile/plan/observe-hint.ts).
     const hint = { gatewayClassName: ctx.className, configuration: { namespace: ns, name: 'cfg' }, routeScope: 'same' as const };
     for (let i = 0; i < opts.warmup + opts.samples; i++) {
-      const ev = reconcileEvent({ ...key, hint });
+      const ev = reconcileEvent(key, undefined, hint);
       const r = await fn.post(ev);
       const u = await fn.post(reconcileEvent(key));
       const t = performance.now();

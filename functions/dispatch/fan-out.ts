@@ -2,7 +2,7 @@ import { HTTP } from 'cloudevents';
 import type { GatewayKey, ReconcileData } from '../../events/incoming.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { sinkRefusalRetriable } from '../kube/retry-policy.js';
-import type { ObserveHint } from '../reconcile/plan/observe-hint.js';
+import type { Target } from './dispatch.js';
 
 // One reconcile request per Gateway, posted to K_SINK (the Broker in a
 // cluster). Bounded concurrency keeps a resync of thousands of Gateways from
@@ -22,8 +22,8 @@ export interface FanOutResult {
   failed: { key: GatewayKey; error: string }[];
 }
 
-async function postOnce(sink: string, key: ReconcileRequest, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retry: boolean; error: string }> {
-  const message = HTTP.binary(reconcileEvent(key, cause));
+async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retry: boolean; error: string }> {
+  const message = HTTP.binary(reconcileEvent(key, cause, hint));
   try {
     const res = await fetch(sink, {
       method: 'POST',
@@ -39,30 +39,27 @@ async function postOnce(sink: string, key: ReconcileRequest, cause: ReconcileDat
   }
 }
 
-/** A Gateway key, and the observe hint the request carries along when dispatch has one. */
-export type ReconcileRequest = GatewayKey & { hint?: ObserveHint };
-
-export async function fanOut(keys: ReconcileRequest[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
+export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
   const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000 } = opts;
   const result: FanOutResult = { sent: 0, failed: [] };
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < keys.length) {
-      const key = keys[next++] as ReconcileRequest;
+    while (next < targets.length) {
+      const target = targets[next++] as Target;
       for (let attempt = 0; ; attempt++) {
-        const r = await postOnce(sink, key, cause, timeoutMs);
+        const r = await postOnce(sink, target, cause, timeoutMs);
         if (r.ok) {
           result.sent++;
           break;
         }
         if (!r.retry || attempt >= retries) {
-          result.failed.push({ key: { namespace: key.namespace, name: key.name }, error: r.error });
+          result.failed.push({ key: target.key, error: r.error });
           break;
         }
         await new Promise((res) => setTimeout(res, backoffMs * 2 ** attempt));
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, keys.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(concurrency, targets.length) }, worker));
   return result;
 }

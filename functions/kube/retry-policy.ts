@@ -48,9 +48,9 @@ export type WriteFailureClass = Exclude<ErrorClass, 'conflict'> | 'permanent';
  * provisioning: it waits for the user to change something (that change is an
  * event too). Every other failure is delivered again.
  */
-export function afterDeploymentWriteFailure(c: ClassifiedError & { class: Exclude<ErrorClass, 'conflict'> }, action: 'create' | 'update'): { failureClass: WriteFailureClass; next: 'redeliver' | 'settle' } {
-  if (action === 'create' && c.class === 'persistent') return { failureClass: 'permanent', next: 'settle' };
-  return { failureClass: c.class, next: 'redeliver' };
+export function afterDeploymentWriteFailure(errorClass: Exclude<ErrorClass, 'conflict'>, action: 'create' | 'update'): { failureClass: WriteFailureClass; next: 'redeliver' | 'settle' } {
+  if (action === 'create' && errorClass === 'persistent') return { failureClass: 'permanent', next: 'settle' };
+  return { failureClass: errorClass, next: 'redeliver' };
 }
 
 /** A failed GatewayClass reconcile: a persistent refusal (403, 422) will not heal by redelivery. */

@@ -29,7 +29,6 @@ export interface ReconcileResult extends InvocationResult<Outcome> {
   eventsWritten: number;
 }
 
-
 class ConflictRetry extends Error {}
 
 export interface ReconcileOptions {
@@ -94,7 +93,7 @@ async function attempt(
       const c = classifyError(err);
       if (!c) throw err;
       if (c.class === 'conflict') throw new ConflictRetry(c.message);
-      const verdict = afterDeploymentWriteFailure({ ...c, class: c.class }, action.action);
+      const verdict = afterDeploymentWriteFailure(c.class, action.action);
       failure = { class: verdict.failureClass, ...(c.code !== undefined ? { code: c.code } : {}), message: c.message };
       result.error = c;
       result.retry = verdict.next === 'redeliver';

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { parseIncoming, type GatewayKey } from '../../events/incoming.js';
 import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
-import { fanOut } from '../../functions/dispatch/fan-out.js';
+import { fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -100,12 +100,14 @@ const text = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
 const CAUSE = { type: PING_TYPE, id: 'ping-1' };
 /** Fast backoff: the retry logic is under test, not the waiting. */
 const FAST = { backoffMs: 1 };
+// Most cases are about delivery, not hints: plain keys, as targets.
+const fanOutKeys = (ks: GatewayKey[], cause: typeof CAUSE, opts: FanOutOptions): Promise<FanOutResult> => fanOut(ks.map((key) => ({ key })), cause, opts);
 
 describe('fanOut: the events', () => {
   it('posts one binary-mode reconcile CloudEvent per key', async () => {
     const sink = await startSink(() => 204);
     const ks = [...keys(3), { namespace: 'team-b', name: 'edge.gw' }];
-    const result = await fanOut(ks, CAUSE, { sink: sink.url, ...FAST });
+    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, ...FAST });
     expect(result).toEqual({ sent: 4, failed: [] });
     expect(sink.received.map((r) => r.key).sort()).toEqual(ks.map(text).sort());
     for (const r of sink.received) {
@@ -126,15 +128,25 @@ describe('fanOut: the events', () => {
     expect(new Set(sink.received.map((r) => r.headers['ce-id'])).size).toBe(4);
   });
 
+  it("carries a target's observe hint in the data, to the receiving function", async () => {
+    const sink = await startSink(() => 204);
+    const [key] = keys(1) as [GatewayKey];
+    const hint = { gatewayClassName: 'meridio', configuration: { namespace: NS, name: 'cfg' }, routeScope: 'same' as const };
+    expect(await fanOut([{ key, hint }], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    const [r] = sink.received;
+    const event = HTTP.toEvent({ headers: r?.headers ?? {}, body: r?.body }) as CloudEventV1<unknown>;
+    expect(parseIncoming(event)).toEqual({ kind: 'reconcile', key, cause: CAUSE, hint });
+  });
+
   it('sends nothing for no keys', async () => {
     const sink = await startSink(() => 204);
-    expect(await fanOut([], CAUSE, { sink: sink.url })).toEqual({ sent: 0, failed: [] });
+    expect(await fanOutKeys([], CAUSE, { sink: sink.url })).toEqual({ sent: 0, failed: [] });
     expect(sink.received).toHaveLength(0);
   });
 
   it('any 2xx counts as sent', async () => {
     const sink = await startSink((r) => (r.key.endsWith('0') ? 200 : 202));
-    expect(await fanOut(keys(4), CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 4, failed: [] });
+    expect(await fanOutKeys(keys(4), CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 4, failed: [] });
     expect(sink.received).toHaveLength(4);
   });
 });
@@ -165,7 +177,7 @@ describe('fanOut: bounded concurrency', () => {
   it.each([1, 3, 5])('never has more than concurrency=%i requests in flight, and fills the pool', async (concurrency) => {
     const ks = keys(13);
     const sink = await startSink(holdingSink(concurrency, ks.length));
-    const result = await fanOut(ks, CAUSE, { sink: sink.url, concurrency, ...FAST });
+    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency, ...FAST });
     expect(result).toEqual({ sent: 13, failed: [] });
     expect(sink.maxInFlight()).toBe(concurrency);
     expect(sink.received).toHaveLength(13);
@@ -174,14 +186,14 @@ describe('fanOut: bounded concurrency', () => {
   it('defaults to 16 at once', async () => {
     const ks = keys(40);
     const sink = await startSink(holdingSink(16, ks.length));
-    expect(await fanOut(ks, CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 40, failed: [] });
+    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 40, failed: [] });
     expect(sink.maxInFlight()).toBe(16);
   });
 
   it('fewer keys than the bound: one request per key, all at once', async () => {
     const ks = keys(2);
     const sink = await startSink(holdingSink(2, ks.length));
-    expect(await fanOut(ks, CAUSE, { sink: sink.url, concurrency: 8, ...FAST })).toEqual({ sent: 2, failed: [] });
+    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency: 8, ...FAST })).toEqual({ sent: 2, failed: [] });
     expect(sink.maxInFlight()).toBe(2);
   });
 });
@@ -190,7 +202,7 @@ describe('fanOut: retries', () => {
   it.each([503, 500, 404, 408, 409, 429])('retries HTTP %i, then succeeds', async (status) => {
     const sink = await startSink((r) => (r.attempt <= 2 ? status : 204));
     const [key] = keys(1) as [GatewayKey];
-    expect(await fanOut([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
     expect(sink.attempts(text(key))).toBe(3);
     // Every attempt is a fresh event with its own id, carrying the same data.
     expect(new Set(sink.received.map((r) => r.body)).size).toBe(1);
@@ -199,14 +211,14 @@ describe('fanOut: retries', () => {
   it('retries a dropped connection (network error), then succeeds', async () => {
     const sink = await startSink((r) => (r.attempt === 1 ? 'destroy' : 204));
     const [key] = keys(1) as [GatewayKey];
-    expect(await fanOut([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
     expect(sink.attempts(text(key))).toBe(2);
   });
 
   it.each([400, 401, 403, 413, 415, 422])('does not retry HTTP %i: failed after one attempt', async (status) => {
     const sink = await startSink(() => status);
     const [key] = keys(1) as [GatewayKey];
-    const result = await fanOut([key], CAUSE, { sink: sink.url, ...FAST });
+    const result = await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST });
     expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP ${status} from ${sink.url}` }] });
     expect(sink.attempts(text(key))).toBe(1);
   });
@@ -214,7 +226,7 @@ describe('fanOut: retries', () => {
   it('gives up after `retries` retries of a sink that stays unavailable', async () => {
     const sink = await startSink(() => 503);
     const [key] = keys(1) as [GatewayKey];
-    const result = await fanOut([key], CAUSE, { sink: sink.url, retries: 2, ...FAST });
+    const result = await fanOutKeys([key], CAUSE, { sink: sink.url, retries: 2, ...FAST });
     expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP 503 from ${sink.url}` }] });
     expect(sink.attempts(text(key))).toBe(3);
   });
@@ -222,7 +234,7 @@ describe('fanOut: retries', () => {
   it('defaults to 3 retries (4 attempts)', async () => {
     const sink = await startSink(() => 503);
     const [key] = keys(1) as [GatewayKey];
-    const result = await fanOut([key], CAUSE, { sink: sink.url, ...FAST });
+    const result = await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST });
     expect(result.failed).toHaveLength(1);
     expect(sink.attempts(text(key))).toBe(4);
   });
@@ -230,7 +242,7 @@ describe('fanOut: retries', () => {
   it('retries: 0 means one attempt', async () => {
     const sink = await startSink(() => 503);
     const [key] = keys(1) as [GatewayKey];
-    expect((await fanOut([key], CAUSE, { sink: sink.url, retries: 0, ...FAST })).failed).toHaveLength(1);
+    expect((await fanOutKeys([key], CAUSE, { sink: sink.url, retries: 0, ...FAST })).failed).toHaveLength(1);
     expect(sink.attempts(text(key))).toBe(1);
   });
 
@@ -239,7 +251,7 @@ describe('fanOut: retries', () => {
     const [key] = keys(1) as [GatewayKey];
     // Generous enough that even a loaded machine delivers the body before the
     // client gives up; the sink never answers, so the timeout always fires.
-    const result = await fanOut([key], CAUSE, { sink: sink.url, retries: 1, timeoutMs: 1500, ...FAST });
+    const result = await fanOutKeys([key], CAUSE, { sink: sink.url, retries: 1, timeoutMs: 1500, ...FAST });
     expect(result.sent).toBe(0);
     expect(result.failed).toEqual([{ key, error: expect.stringMatching(/timeout|aborted/i) }]);
     expect(sink.attempts(text(key))).toBe(2);
@@ -252,7 +264,7 @@ describe('fanOut: retries', () => {
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const ks = keys(3);
-    const result = await fanOut(ks, CAUSE, { sink: `http://127.0.0.1:${port}/`, retries: 1, ...FAST });
+    const result = await fanOutKeys(ks, CAUSE, { sink: `http://127.0.0.1:${port}/`, retries: 1, ...FAST });
     expect(result.sent).toBe(0);
     expect(result.failed.map((f) => f.key)).toEqual(expect.arrayContaining(ks));
     expect(result.failed).toHaveLength(3);
@@ -266,7 +278,7 @@ describe('fanOut: failures per key', () => {
     const bad = new Set([text(ks[1]!), text(ks[4]!)]);
     const flaky = text(ks[2]!);
     const sink = await startSink((r) => (bad.has(r.key) ? 400 : r.key === flaky && r.attempt === 1 ? 503 : 204));
-    const result = await fanOut(ks, CAUSE, { sink: sink.url, concurrency: 2, ...FAST });
+    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency: 2, ...FAST });
     expect(result.sent).toBe(4);
     expect(result.failed.map((f) => text(f.key)).sort()).toEqual([...bad].sort());
     for (const f of result.failed) expect(f.error).toBe(`HTTP 400 from ${sink.url}`);

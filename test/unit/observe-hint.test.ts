@@ -34,7 +34,7 @@ describe('observe hints', () => {
 
   test('a reconcile request carries the hint through the CloudEvent, and a malformed one is dropped, not refused', () => {
     const hint = hintOf(gateway());
-    const parsed = parseIncoming(reconcileEvent({ namespace: NS, name: 'gw1', hint }));
+    const parsed = parseIncoming(reconcileEvent({ namespace: NS, name: 'gw1' }, undefined, hint));
     expect(parsed).toMatchObject({ kind: 'reconcile', key: { namespace: NS, name: 'gw1' }, hint });
 
     const e = reconcileEvent({ namespace: NS, name: 'gw1' });

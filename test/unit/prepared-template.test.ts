@@ -2,8 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
-import { loadTemplateAt, prepareTemplate } from '../../functions/prepared-template.js';
-import { loadTemplate } from '../../functions/reconcile/template.js';
+import { loadTemplate, prepareTemplate } from '../../functions/reconcile/template.js';
 
 // The startup snapshot carries the default template parsed at image build;
 // TEMPLATE_PATH must keep its meaning: the file is read at every start, and
@@ -24,20 +23,20 @@ describe('prepared template', () => {
   });
 
   it('is reused when the file at TEMPLATE_PATH holds the same text, wherever it is mounted', () => {
-    expect(loadTemplateAt(copyWith(defaultText), prepared)).toBe(prepared.template);
+    expect(loadTemplate(copyWith(defaultText), prepared)).toBe(prepared.template);
   });
 
   it('is not used for any other text: that template is parsed', () => {
     const own = defaultText.replace(/replicas: \d+/, 'replicas: 7');
     expect(own).not.toBe(defaultText);
-    const loaded = loadTemplateAt(copyWith(own), prepared);
+    const loaded = loadTemplate(copyWith(own), prepared);
     expect(loaded).not.toBe(prepared.template);
     expect(loaded.deployment.spec?.replicas).toBe(7);
     expect(loaded.hash).not.toBe(prepared.template.hash);
   });
 
   it('does not hide a missing or invalid file', () => {
-    expect(() => loadTemplateAt(join(tmpdir(), 'meridio2-no-such-template.yaml'), prepared)).toThrow(/ENOENT/);
-    expect(() => loadTemplateAt(copyWith('apiVersion: v1\nkind: ConfigMap\n'), prepared)).toThrow(/not a Deployment/);
+    expect(() => loadTemplate(join(tmpdir(), 'meridio2-no-such-template.yaml'), prepared)).toThrow(/ENOENT/);
+    expect(() => loadTemplate(copyWith('apiVersion: v1\nkind: ConfigMap\n'), prepared)).toThrow(/not a Deployment/);
   });
 });

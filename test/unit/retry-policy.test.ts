@@ -26,9 +26,9 @@ describe('retry policy', () => {
   });
 
   test('a refused create is permanent and settles; other write failures are delivered again', () => {
-    expect(afterDeploymentWriteFailure({ ...err('persistent', 422), class: 'persistent' }, 'create')).toEqual({ failureClass: 'permanent', next: 'settle' });
-    expect(afterDeploymentWriteFailure({ ...err('persistent', 422), class: 'persistent' }, 'update')).toEqual({ failureClass: 'persistent', next: 'redeliver' });
-    expect(afterDeploymentWriteFailure({ ...err('transient', 500), class: 'transient' }, 'create')).toEqual({ failureClass: 'transient', next: 'redeliver' });
+    expect(afterDeploymentWriteFailure('persistent', 'create')).toEqual({ failureClass: 'permanent', next: 'settle' });
+    expect(afterDeploymentWriteFailure('persistent', 'update')).toEqual({ failureClass: 'persistent', next: 'redeliver' });
+    expect(afterDeploymentWriteFailure('transient', 'create')).toEqual({ failureClass: 'transient', next: 'redeliver' });
   });
 
   test('a GatewayClass reconcile settles on a persistent refusal', () => {

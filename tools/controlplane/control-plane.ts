@@ -92,7 +92,7 @@ export class ControlPlane {
     const stateDir = mkdtempSync(join(tmpdir(), 'meridio2-cp-'));
     const pki = createPki(stateDir);
     const admin = pki.clientCert('admin', ['system:masters']);
-    const [etcdClient, etcdPeer, apiPort, kcmPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const [etcdClient, etcdPeer, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const server = `https://127.0.0.1:${apiPort}`;
     const adminKubeconfig = join(stateDir, 'admin.kubeconfig');
     writeKubeconfig(adminKubeconfig, server, pki.caCert, admin);
@@ -167,19 +167,7 @@ export class ControlPlane {
         // this controller lifts the taint once the Node reports Ready, as in
         // a real cluster, and watches KWOK's Lease heartbeats after that.
         if (fakeNodes.length > 0) controllers.push('node-lifecycle-controller');
-        cp.spawn('kube-controller-manager', assets.binaries['kube-controller-manager'], [
-          `--kubeconfig=${adminKubeconfig}`,
-          `--authentication-kubeconfig=${adminKubeconfig}`,
-          `--authorization-kubeconfig=${adminKubeconfig}`,
-          `--controllers=${controllers.join(',')}`,
-          '--leader-elect=false',
-          `--secure-port=${kcmPort}`,
-          '--bind-address=127.0.0.1',
-          `--cert-dir=${join(stateDir, 'kcm-certs')}`,
-          '--concurrent-gc-syncs=5',
-          '--v=0',
-        ]);
-        await waitFor('kube-controller-manager /healthz', async () => ((await httpGet(`https://127.0.0.1:${kcmPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
+        await cp.startKubeComponent('kube-controller-manager', assets.binaries['kube-controller-manager'], 'kcm-certs', [`--controllers=${controllers.join(',')}`, '--concurrent-gc-syncs=5']);
       }
       if (fakeNodes.length > 0) await cp.startFakeNodes(fakeNodes, assets.binaries['kube-scheduler']);
       writeFileSync(join(stateDir, 'cluster.json'), JSON.stringify(info, null, 2));
@@ -200,17 +188,8 @@ export class ControlPlane {
   private async startFakeNodes(names: string[], scheduler: string): Promise<void> {
     const { stateDir, adminKubeconfig } = this.info;
     const kwok = await ensureKwok();
-    const [schedulerPort, kwokPort] = await Promise.all([freePort(), freePort()]);
-    this.spawn('kube-scheduler', scheduler, [
-      `--kubeconfig=${adminKubeconfig}`,
-      `--authentication-kubeconfig=${adminKubeconfig}`,
-      `--authorization-kubeconfig=${adminKubeconfig}`,
-      '--leader-elect=false',
-      `--secure-port=${schedulerPort}`,
-      '--bind-address=127.0.0.1',
-      `--cert-dir=${join(stateDir, 'scheduler-certs')}`,
-      '--v=0',
-    ]);
+    await this.startKubeComponent('kube-scheduler', scheduler, 'scheduler-certs', []);
+    const kwokPort = await freePort();
     const stages = readdirSync(kwok.stages).filter((f) => f.endsWith('.yaml')).sort().map((f) => join(kwok.stages, f));
     this.spawn('kwok', kwok.binary, [
       `--kubeconfig=${adminKubeconfig}`,
@@ -220,8 +199,7 @@ export class ControlPlane {
       '--node-lease-duration-seconds=40',
       ...stages.map((f) => `--config=${f}`),
     ], { HOME: stateDir }); // KWOK also reads ~/.kwok/kwok.yaml: not the user's here.
-    await waitFor('kube-scheduler /healthz', async () => ((await httpGet(`https://127.0.0.1:${schedulerPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
-    await waitFor('kwok /healthz', async () => ((await httpGet(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200 ? true : undefined), { timeoutMs: 60000 });
+    await healthy('kwok', `http://127.0.0.1:${kwokPort}/healthz`);
     const { KubeConfig, CoreV1Api } = await import('@kubernetes/client-node');
     const kc = new KubeConfig();
     kc.loadFromFile(adminKubeconfig);
@@ -256,6 +234,24 @@ export class ControlPlane {
   /** Processes started by this control plane that are still running. */
   pids(): number[] {
     return this.children.filter((c) => c.proc.exitCode === null && c.proc.signalCode === null).map((c) => c.proc.pid ?? 0).filter((p) => p > 0);
+  }
+
+  /** kube-controller-manager or kube-scheduler: the admin's kubeconfig, a loopback port of its own, then healthy. */
+  private async startKubeComponent(name: string, bin: string, certDir: string, extra: string[]): Promise<void> {
+    const { stateDir, adminKubeconfig } = this.info;
+    const port = await freePort();
+    this.spawn(name, bin, [
+      `--kubeconfig=${adminKubeconfig}`,
+      `--authentication-kubeconfig=${adminKubeconfig}`,
+      `--authorization-kubeconfig=${adminKubeconfig}`,
+      ...extra,
+      '--leader-elect=false',
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--cert-dir=${join(stateDir, certDir)}`,
+      '--v=0',
+    ]);
+    await healthy(name, `https://127.0.0.1:${port}/healthz`);
   }
 
   private spawn(name: string, bin: string, args: string[], env?: Record<string, string>): void {
@@ -410,6 +406,11 @@ function httpGet(url: string, tls: { ca?: Buffer; cert?: Buffer; key?: Buffer } 
       });
     }
   });
+}
+
+/** Waits until a component's /healthz answers 200. */
+function healthy(name: string, url: string): Promise<true> {
+  return waitFor(`${name} /healthz`, async () => ((await httpGet(url)).status === 200 ? true : undefined), { timeoutMs: 60000 });
 }
 
 /** Reads the connection info a running control plane wrote. */

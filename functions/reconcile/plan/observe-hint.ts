@@ -24,13 +24,10 @@ export type ObserveHint = z.infer<typeof ObserveHintSchema>;
  * no GatewayConfiguration of its own) is known only with the classes at hand.
  */
 export function hintOf(gateway: Gateway, classes?: GatewayClass[]): ObserveHint {
-  const className = gateway.spec.gatewayClassName;
-  const own = gateway.spec.infrastructure?.parametersRef !== undefined;
-  const gatewayClass = own || classes === undefined ? undefined : (classes.find((c) => c.metadata.name === className) ?? null);
-  const base = { gatewayClassName: className, routeScope: routeScope(gateway) };
-  if (gatewayClass === undefined && !own) return base;
-  const ref = effectiveParametersRef(gateway, gatewayClass ?? null);
-  return { ...base, configuration: readableRef(ref) ? { namespace: ref.namespace, name: ref.name } : null };
+  const gatewayClass = classes === undefined ? undefined : (classes.find((c) => c.metadata.name === gateway.spec.gatewayClassName) ?? null);
+  const plan = readPlanOf(gateway, gatewayClass);
+  const base = { gatewayClassName: gateway.spec.gatewayClassName, routeScope: routeScope(gateway) };
+  return plan === null ? base : { ...base, configuration: plan.configuration };
 }
 
 /** What observe must read, given the Gateway and (once read) its class. */
