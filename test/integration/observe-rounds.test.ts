@@ -3,8 +3,9 @@ import { targetsForApiEvent, targetsForResync } from '../../functions/dispatch/d
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
 import { observe } from '../../functions/reconcile/observe.js';
-import { hintOf, type ObserveHint } from '../../functions/reconcile/plan/observe-hint.js';
-import { GatewayClassSchema } from '../../functions/reconcile/plan/schemas.js';
+import { hintOf } from '../../functions/reconcile/plan/gateway-reads.js';
+import { type ObserveHint } from '../../events/observe-hint.js';
+import { GatewayClassSchema } from '../../api/schemas.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { WatchedObject } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';
