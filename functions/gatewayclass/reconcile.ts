@@ -39,7 +39,7 @@ export async function observeClass(name: string, deps: ClassReconcileDeps): Prom
 }
 
 export async function reconcileClass(name: string, deps: ClassReconcileDeps): Promise<ClassReconcileResult> {
-  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, retry: false, attempts: 0 };
+  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, next: 'settle', attempts: 0 };
   for (;;) {
     result.attempts++;
     try {
@@ -60,7 +60,7 @@ export async function reconcileClass(name: string, deps: ClassReconcileDeps): Pr
       if (next === 'reobserve') continue;
       result.outcome = 'error';
       result.error = c;
-      result.retry = next === 'redeliver';
+      result.next = next;
       return result;
     }
   }

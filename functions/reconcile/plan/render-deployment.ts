@@ -40,12 +40,8 @@ import {
   READINESS_GATE_IPV6,
 } from '../../../api/names.js';
 
-export { GATEWAY_API_VERSION, GATEWAY_KIND, LABEL_APP, LABEL_GATEWAY_NAME, LABEL_MANAGED_BY, MANAGED_BY, READINESS_GATE_IPV4, READINESS_GATE_IPV6 };
 
-export interface Settings {
-  controllerName: string;
-  lbServiceAccount: string;
-}
+import type { Settings } from './plan-types.js';
 
 export interface RenderInput {
   template: Deployment;
