@@ -15,9 +15,9 @@ import { ControlPlane } from '../tools/controlplane/control-plane.js';
 import { diffSummaries, summarizeProfile, type ProfileSummary } from './cpu-profile.js';
 import { connect, createNamespace } from './lib/cluster.js';
 import { names, reconcileVia, settle, sleep, type BenchContext } from './lib/context.js';
-import { FunctionProcess, type Variant } from './lib/function-process.js';
+import { FunctionProcess, type Variant } from '../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration } from './lib/objects.js';
-import { repoPath, repoRoot } from './lib/repo.js';
+import { repoPath, repoRoot } from '../tools/harness/repo-root.js';
 import { setUp, tearDown } from './lib/setup.js';
 import { prepareVariants } from './lib/variants.js';
 

@@ -8,7 +8,7 @@ import { ControlPlane } from '../tools/controlplane/control-plane.js';
 import { connect } from './lib/cluster.js';
 import type { BenchContext } from './lib/context.js';
 import { describeMachine, endLoad } from './lib/machine.js';
-import { repoPath } from './lib/repo.js';
+import { repoPath } from '../tools/harness/repo-root.js';
 import { setUp, tearDown } from './lib/setup.js';
 import { parseVariantList } from './lib/variants.js';
 import { renderReport } from './report.js';

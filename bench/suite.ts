@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import type { ClusterInfo } from '../tools/controlplane/control-plane.js';
 import type { BenchContext } from './lib/context.js';
 import type { Machine } from './lib/machine.js';
-import { repoRoot } from './lib/repo.js';
+import { repoRoot } from '../tools/harness/repo-root.js';
 import { prepareVariants } from './lib/variants.js';
 import { measureColdStart, type P1Result } from './measures/cold-start.js';
 import { measureFanOut, type P4Result } from './measures/fan-out.js';

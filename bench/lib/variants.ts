@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { snapshotConfig } from '../../tools/bundle/build.mjs';
-import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
-import { repoPath } from './repo.js';
+import { SHIPPED_VARIANT, type Variant } from '../../tools/harness/function-process.js';
+import { repoPath } from '../../tools/harness/repo-root.js';
 
 // Build variants of the same function for the cold-start comparison (P1, P5):
 // - shipped: the startup snapshot (dist/function.blob) as the image runs it;
@@ -24,6 +24,8 @@ import { repoPath } from './repo.js';
 // - script variants with "-cache": Node's on-disk V8 compile cache
 //   (NODE_COMPILE_CACHE), primed by one run before measuring, the way an image
 //   build step would prime it. A snapshot has no use for it.
+
+const TSC_VARIANT: Variant = { name: 'tsc', entry: 'dist/functions/main.js', env: {}, describe: 'node dist/functions/main.js (tsc output, unbundled)' };
 
 export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
 export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;

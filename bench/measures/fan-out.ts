@@ -2,7 +2,7 @@ import { apiServerEvent } from '../../events/outgoing.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, requestCounts, type BenchContext, type RequestCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { countApplied, createConfiguration, createGateways, editConfiguration, waitApplied, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { pingEvent, reconcileEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, reconcileVia, sleep, type BenchContext } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration, waitApplied } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 

@@ -1,6 +1,6 @@
 import { createNamespace } from '../lib/cluster.js';
 import { reconcileVia, requestCounts, settle, type BenchContext, type RequestCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createForeignDeployment, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
 import { mutateDeployments } from '../../tools/mutating-policies.js';
 

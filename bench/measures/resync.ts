@@ -1,7 +1,7 @@
 import { pingEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, requestCounts, type BenchContext, type RequestCounts, type VerbCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, waitApplied, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 

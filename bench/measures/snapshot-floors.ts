@@ -4,7 +4,7 @@ import { build } from 'esbuild';
 import { deferModules } from '../../tools/bundle/defer-modules.mjs';
 import { snapshotConfig } from '../../tools/bundle/build.mjs';
 import { SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from '../../tools/bundle/shipped.mjs';
-import { repoPath, repoRoot } from '../lib/repo.js';
+import { repoPath, repoRoot } from '../../tools/harness/repo-root.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 // P1, the floor of the startup snapshot: what deserializing each named

@@ -5,7 +5,7 @@ import { createNamespace } from '../lib/cluster.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../functions/kube/kube-api.js';
 import { pooledCustomObjectsApi } from '../lib/pooled-client.js';
 import { reconcileVia, settle, type BenchContext } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
 import { median, summarize, type Summary } from '../lib/stats.js';
 

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { WRITE_VERBS, countBy } from '../../tools/controlplane/audit-log.js';
 import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_TYPE } from '../../events/types.js';
 import { auditLog, useNamespace } from '../support/cluster.js';
-import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { controllerIdentity } from '../support/reconciler.js';
 
 // Hostile input at the front door: every request is malformed in at least one
@@ -92,8 +92,7 @@ describe('fuzzing the function server', () => {
 
   it('answers 10 000 malformed or hostile CloudEvents with 4xx only, writes nothing and stays up', async () => {
     const controller = await controllerIdentity(ns());
-    const token = (controller.kc.getCurrentUser()?.token ?? '') as string;
-    fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig(token), WATCH_NAMESPACES: ns() });
+    fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [ns()] });
     const pid = fn.proc.pid ?? 0;
     const samples = fc.sample(hostile, { numRuns: 10_000, seed: 20261202 });
     const statuses = new Map<number, number>();

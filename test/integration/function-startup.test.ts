@@ -5,14 +5,16 @@ import { join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { SHIPPED_ARGS, SHIPPED_ENV, startFunctionProcess, writeTokenKubeconfig } from '../support/processes.js';
+import { SHIPPED_VARIANT, startFunctionProcess, variantArgs } from '../../tools/harness/function-process.js';
+import { writeTokenKubeconfig } from '../../tools/harness/kubeconfig.js';
+import { adminConfig } from '../support/cluster.js';
 
 // The production entry point (the shipped startup snapshot) refuses a bad configuration at start, naming the
 // variable, instead of failing later inside a reconcile.
 
 function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [...SHIPPED_ARGS], { env: { PATH: process.env.PATH ?? '', ...SHIPPED_ENV, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [...variantArgs(SHIPPED_VARIANT)], { env: { PATH: process.env.PATH ?? '', ...SHIPPED_VARIANT.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
     p.on('exit', (code) => resolve({ code, stderr }));
@@ -49,7 +51,7 @@ describe('function startup', () => {
     }],
   ])('serves with the template at TEMPLATE_PATH: %s', async (_, path) => {
     const templatePath = path();
-    const fn = await startFunctionProcess({ TEMPLATE_PATH: templatePath, KUBECONFIG: writeTokenKubeconfig('unused') });
+    const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused'), env: { TEMPLATE_PATH: templatePath } });
     try {
       // Written before the first answer, but read from another pipe: wait for it.
       const listening = await waitFor('the listening log line', () => fn.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
@@ -60,7 +62,7 @@ describe('function startup', () => {
   });
 
   it('drains and exits 0 on SIGTERM, as Knative stops a Pod', async () => {
-    const fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig('unused') });
+    const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused') });
     await fn.stop();
     expect(fn.proc.signalCode).toBeNull();
     expect(fn.proc.exitCode).toBe(0);
