@@ -29,13 +29,6 @@ export function sendEvent(url: string, event: CloudEvent<unknown> | EventMessage
   return fetch(url, { method: 'POST', headers, ...(body !== undefined ? { body } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
 }
 
-/** One POST; the status, once the answer has been read whole. */
-export async function postStatus(url: string, event: CloudEvent<unknown> | EventMessage, opts: { mode?: EventMode } = {}): Promise<number> {
-  const res = await sendEvent(url, event, opts);
-  await res.arrayBuffer();
-  return res.status;
-}
-
 export interface PostOptions {
   /** Retries after the first attempt; the adapter makes 5. */
   retries?: number;
