@@ -1,5 +1,7 @@
 import { writesTo, type RequestCounts } from './lib/context.js';
 import type { Summary } from './lib/stats.js';
+import type { P1Variant } from './measures/cold-start.js';
+import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
 
 // Renders the results document as bench/REPORT.md: the targets table first,
@@ -13,10 +15,10 @@ export interface TargetRow {
   note: string;
 }
 
-const ms = (x: number): string => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(1) : Math.round(x)} ms` : 'n/a');
-const mb = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(1)} MB` : 'n/a');
-const sumMs = (s: Summary): string => `${ms(s.median)} (p99 ${ms(s.p99)}, n=${s.n})`;
-const sumMb = (s: Summary): string => `${mb(s.median)} (max ${mb(s.max)}, n=${s.n})`;
+export const ms = (x: number): string => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(1) : Math.round(x)} ms` : 'n/a');
+export const mb = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(1)} MB` : 'n/a');
+export const sumMs = (s: Summary): string => `${ms(s.median)} (p99 ${ms(s.p99)}, n=${s.n})`;
+export const sumMb = (s: Summary): string => `${mb(s.median)} (max ${mb(s.max)}, n=${s.n})`;
 const verbs = (c: RequestCounts): string => Object.entries(c.byVerb).map(([k, v]) => `${v}× ${k}`).join(', ') || 'none';
 const mark = (m: boolean | null): string => (m === null ? '–' : m ? '✅ met' : '❌ missed');
 
@@ -26,9 +28,35 @@ export function shippedFirst<T extends { variant: string }>(rows: readonly T[]):
   return [...rows.filter((v) => v.variant === 'shipped'), ...rows.filter((v) => v.variant !== 'shipped')];
 }
 
+const P1_HOW = 'How: each build started as its variant says (the shipped one exactly as the image starts it: `node --snapshot-blob dist/function.blob` with the image\'s NODE_OPTIONS), spawned with the production environment (KUBECONFIG with a ServiceAccount token, PORT, K_SINK, TEMPLATE_PATH, WATCH_NAMESPACES, LOG_LEVEL=info) and a clean environment otherwise. *Ready*: spawn() until `GET /readyz` first answers 200, polled every 2 ms on fresh connections. *First reconcile*: spawn() until the first reconcile request, posted the moment /readyz answered (as the Knative activator forwards the request it held), is answered 2xx with outcome `applied`; each spawn reconciles a fresh Gateway, so the first reconcile reads 5 objects, creates the Deployment, writes the status and records an Event. Variants run interleaved, round by round. Compile caches (`NODE_COMPILE_CACHE`) are primed by one run that serves a reconcile and exits, as an image build step would. The shipped build is listed first; the others are variants.';
+
+export function p1Section(rows: readonly P1Variant[]): string[] {
+  const L = [P1_HOW, '', '| variant | entry | spawn → ready | spawn → first reconcile | ready → first answered | RSS after first | entry size | compile cache |', '|---|---|---|---|---|---|---|---|'];
+  for (const v of shippedFirst(rows)) {
+    L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
+  }
+  return L;
+}
+
+export function p5Section(concurrency: number, rows: readonly P5Variant[]): string[] {
+  const L = [`How: from \`/proc/<pid>/status\` of the function process. *Idle*: VmRSS 2 s after /readyz first answered 200, before any event. *Peak*: VmHWM (high-water mark of the resident set over the process's life) after ${concurrency} reconcile requests posted at once on ${concurrency} connections, one per Gateway, each of which writes (the shared GatewayConfiguration was edited just before). *After*: VmRSS 2 s after the burst. A fresh process per repeat.`, '', '| variant | idle RSS | peak (VmHWM) | RSS after | burst posted → all answered | outcomes |', '|---|---|---|---|---|---|'];
+  for (const v of shippedFirst(rows)) L.push(`| ${v.variant} | ${sumMb(v.idleMb)} | ${sumMb(v.peakMb)} | ${sumMb(v.afterMb)} | ${sumMs(v.burstMs)} | ${Object.entries(v.outcomes).map(([k, n]) => `${k} ${n}`).join(', ')} |`);
+  return L;
+}
+
+/** Builds only `--explore` measures (bench/explore/builds.ts): their rows go to bench/EXPLORE.md. */
+export function exploratory(r: BenchResults, variant: string): boolean {
+  return variant !== 'shipped' && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
+}
+
+/** Whether the run measured anything for bench/EXPLORE.md. */
+export function explored(r: BenchResults): boolean {
+  return [...(r.p1?.variants ?? []), ...(r.p5?.variants ?? [])].some((v) => exploratory(r, v.variant)) || (r.p1?.imports ?? []).length > 0 || (r.p1?.snapshotFloors ?? []).length > 0;
+}
+
 export function targets(r: BenchResults): TargetRow[] {
   const rows: TargetRow[] = [];
-  const p1 = r.p1?.variants ?? [];
+  const p1 = (r.p1?.variants ?? []).filter((v) => !exploratory(r, v.variant));
   const shipped = p1.find((v) => v.variant === 'shipped');
   const best = [...p1].sort((a, b) => a.firstReconcile.median - b.firstReconcile.median)[0];
   const other = best && best.variant !== 'shipped' ? `; best build (${best.variant}): ` : '';
@@ -60,8 +88,9 @@ export function targets(r: BenchResults): TargetRow[] {
   }
   const p4 = r.p4?.sizes.find((s) => s.n === 100) ?? r.p4?.sizes[r.p4.sizes.length - 1];
   if (p4) rows.push({ figure: `P4 ${p4.n} Gateways`, target: p4.n === 100 ? '≤ 5 s' : '≤ 5 s (at n = 100)', measured: ms(p4.convergedMs.median), met: p4.n === 100 ? p4.convergedMs.median <= 5000 : null, note: `${p4.counts.total} requests (${p4.requestsPerGateway.toFixed(2)} per Gateway)` });
-  const p5 = r.p5?.variants.find((v) => v.variant === 'shipped') ?? r.p5?.variants[0];
-  const p5best = r.p5 ? [...r.p5.variants].sort((a, b) => a.peakMb.median - b.peakMb.median)[0] : undefined;
+  const p5rows = (r.p5?.variants ?? []).filter((v) => !exploratory(r, v.variant));
+  const p5 = p5rows.find((v) => v.variant === 'shipped') ?? p5rows[0];
+  const p5best = r.p5 ? [...p5rows].sort((a, b) => a.peakMb.median - b.peakMb.median)[0] : undefined;
   if (p5 && r.p5) {
     const alt = p5best && p5best.variant !== p5.variant ? `; ${p5best.variant}: ` : '';
     rows.push({ figure: 'P5 idle', target: '≤ 70 MB', measured: mb(p5.idleMb.median), met: p5.idleMb.median <= 70, note: `${p5.variant}${alt}${alt && p5best ? mb(p5best.idleMb.median) : ''}` });
@@ -113,32 +142,11 @@ export function renderReport(r: BenchResults, extra = ''): string {
   if (r.p1) {
     L.push('## P1 cold start');
     L.push('');
-    L.push('How: each build started as its variant says (the shipped one exactly as the image starts it: `node --snapshot-blob dist/function.blob` with the image\'s NODE_OPTIONS), spawned with the production environment (KUBECONFIG with a ServiceAccount token, PORT, K_SINK, TEMPLATE_PATH, WATCH_NAMESPACES, LOG_LEVEL=info) and a clean environment otherwise. *Ready*: spawn() until `GET /readyz` first answers 200, polled every 2 ms on fresh connections. *First reconcile*: spawn() until the first reconcile request, posted the moment /readyz answered (as the Knative activator forwards the request it held), is answered 2xx with outcome `applied`; each spawn reconciles a fresh Gateway, so the first reconcile reads 5 objects, creates the Deployment, writes the status and records an Event. Variants run interleaved, round by round. Compile caches (`NODE_COMPILE_CACHE`) are primed by one run that serves a reconcile and exits, as an image build step would. The shipped build is listed first; the others are variants.');
-    L.push('');
-    L.push('| variant | entry | spawn → ready | spawn → first reconcile | ready → first answered | RSS after first | entry size | compile cache |');
-    L.push('|---|---|---|---|---|---|---|---|');
-    for (const v of shippedFirst(r.p1.variants)) {
-      L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
-    }
+    L.push(...p1Section(r.p1.variants.filter((v) => !exploratory(r, v.variant))));
     L.push('');
     const f = r.p1.floors;
     L.push(`Floors on this machine: \`node -e 0\` spawn → exit ${sumMs(f.nodeExitMs)}; a bare \`node:http\` server spawn → /readyz 200 ${sumMs(f.bareServerReadyMs)} at ${mb(f.bareServerRssMb.median)} RSS.`);
-    if (r.p1.imports.length > 0) {
-      L.push('');
-      L.push('Import cost of each dependency alone (fresh `node`, `await import()`, tsc-style resolution from node_modules):');
-      L.push('');
-      L.push('| module | import | RSS after |');
-      L.push('|---|---|---|');
-      for (const i of r.p1.imports) L.push(`| ${i.module} | ${sumMs(i.importMs)} | ${mb(i.rssMb.median)} |`);
-    }
-    if (r.p1.snapshotFloors && r.p1.snapshotFloors.length > 0) {
-      L.push('');
-      L.push('Startup-snapshot floor: a snapshot of each named dependency alone, built as the shipped one is (bench/measures/snapshot-floors.ts), whose main function exits at once; spawn → exit is Node\'s start plus deserializing that heap. The last row is the shipped bundle stopped before any of its own code runs.');
-      L.push('');
-      L.push('| snapshot of | blob | spawn → exit |');
-      L.push('|---|---|---|');
-      for (const f of r.p1.snapshotFloors) L.push(`| ${f.contents} | ${(f.blobBytes / 1e6).toFixed(1)} MB | ${sumMs(f.exitMs)} |`);
-    }
+    if (explored(r)) L.push('', 'Other builds of the function measured in this run, and what each dependency costs alone (`npm run bench -- --explore`): [bench/EXPLORE.md](EXPLORE.md).');
     L.push('');
   }
 
@@ -191,11 +199,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
   if (r.p5) {
     L.push('## P5 memory');
     L.push('');
-    L.push(`How: from \`/proc/<pid>/status\` of the function process. *Idle*: VmRSS 2 s after /readyz first answered 200, before any event. *Peak*: VmHWM (high-water mark of the resident set over the process's life) after ${r.p5.concurrency} reconcile requests posted at once on ${r.p5.concurrency} connections, one per Gateway, each of which writes (the shared GatewayConfiguration was edited just before). *After*: VmRSS 2 s after the burst. A fresh process per repeat.`);
-    L.push('');
-    L.push('| variant | idle RSS | peak (VmHWM) | RSS after | burst posted → all answered | outcomes |');
-    L.push('|---|---|---|---|---|---|');
-    for (const v of shippedFirst(r.p5.variants)) L.push(`| ${v.variant} | ${sumMb(v.idleMb)} | ${sumMb(v.peakMb)} | ${sumMb(v.afterMb)} | ${sumMs(v.burstMs)} | ${Object.entries(v.outcomes).map(([k, n]) => `${k} ${n}`).join(', ')} |`);
+    L.push(...p5Section(r.p5.concurrency, r.p5.variants.filter((v) => !exploratory(r, v.variant))));
     L.push('');
   }
 
