@@ -13,6 +13,7 @@ import { describeMachine, endLoad } from './lib/machine.js';
 import { repoPath } from '../tools/harness/repo-root.js';
 import { setUp, tearDown } from './lib/setup.js';
 import { parseVariantList } from './lib/variants.js';
+import { EXPLORATORY_BUILDS } from './explore/builds.js';
 import { renderExplore } from './explore/report.js';
 import { explored, renderReport } from './report.js';
 import { FIGURES, defaultOptions, runFigures, type BenchOptions, type BenchResults, type Figure } from './suite.js';
@@ -157,7 +158,18 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
     o.customEnv[name] = { ...(o.customEnv[name] ?? {}), [key]: value };
   }
   if (values['main-variant'] !== undefined) o.mainVariant = values['main-variant'];
+  checkVariants(o);
   return { options: o, out: values.out, report: values.report, exploreReport: values['explore-report'], render: values.render };
+}
+
+/** Fails before the control plane starts when a variant is neither shipped, nor given with --variant-entry, nor (with --explore) an exploratory build. */
+function checkVariants(o: BenchOptions): void {
+  const known = (name: string): boolean => name === 'shipped' || name in o.customVariants || (o.explore && (EXPLORATORY_BUILDS as readonly string[]).includes(name));
+  for (const name of new Set([...o.p1Variants, ...o.p5Variants, o.mainVariant])) {
+    if (known(name) || (name.endsWith('-cache') && known(name.slice(0, -'-cache'.length)))) continue;
+    const exploratory = (EXPLORATORY_BUILDS as readonly string[]).includes(name.replace(/-cache$/, ''));
+    throw new Error(exploratory ? `variant ${name} is an exploratory build: add --explore` : `unknown variant ${name} (see --help)`);
+  }
 }
 
 function findings(): string {
