@@ -316,4 +316,27 @@ describe('the ApiServerSource and Knative Eventing', () => {
     expect(cs?.text).toContain('image: example.invalid/knative/apiserver-receive-adapter:v1.23.0');
     expect(failures(await checkAll(built))).toEqual([]);
   });
+  test('the install beside Meridio-2 (beside-meridio-2 component) leaves out the CRDs, sets the LB ServiceAccount and passes the same dry runs', async () => {
+    const overlay = [
+      'apiVersion: kustomize.config.k8s.io/v1beta1',
+      'kind: Kustomization',
+      'resources:',
+      '  - ../infra',
+      'components:',
+      '  - ../infra/beside-meridio-2',
+      '',
+    ].join('\n');
+    const built = await buildCopy({ overlay });
+    const name = ({ object: o }: Manifest): string => `${o.kind} ${o.metadata.name}`;
+    const crds = install.filter(({ object: o }) => o.kind === 'CustomResourceDefinition').map(name);
+    expect(crds.sort()).toEqual(['CustomResourceDefinition gatewayconfigurations.meridio-2.nordix.org', 'CustomResourceDefinition l34routes.meridio-2.nordix.org']);
+    // Everything else, unchanged but for the Service's LB_SERVICE_ACCOUNT.
+    expect(built.map(name).sort()).toEqual(install.map(name).filter((n) => !crds.includes(n)).sort());
+    const service = built.find(({ object: o }) => o.kind === 'Service');
+    expect(service?.text).toMatch(/- name: LB_SERVICE_ACCOUNT\n\s+value: meridio-2-stateless-load-balancer\n/);
+    for (const m of built) {
+      if (m.object.kind !== 'Service') expect(m.text).toBe(install.find((i) => name(i) === name(m))?.text);
+    }
+    expect(failures(await checkAll(built))).toEqual([]);
+  });
 });
