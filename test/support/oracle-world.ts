@@ -57,11 +57,10 @@ export async function applyOperation(op: OracleOperation, namespace: string): Pr
   }
   const resource = RESOURCES[op.resource];
   if (!resource) throw new Error(`no resource ${op.resource} known to the oracle player`);
-  const patch = op.op === 'merge-patch' ? op.patch : { metadata: { annotations: op.annotations } };
   const kind = op.resource === 'gateway' ? 'Gateway' : 'GatewayConfiguration';
-  await adminConfig()
-    .makeApiClient(KubernetesObjectApi)
-    .patch({ apiVersion: `${resource.group}/${resource.version}`, kind, metadata: { name: op.name, namespace }, ...patch } as KubernetesObject, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
+  const metadata = { name: op.name, namespace, ...(op.op === 'annotate' && { annotations: op.annotations }) };
+  const body = { ...(op.op === 'merge-patch' ? op.patch : {}), apiVersion: `${resource.group}/${resource.version}`, kind, metadata };
+  await adminConfig().makeApiClient(KubernetesObjectApi).patch(body as KubernetesObject, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
 }
 
 export interface ReplicaSetSummary {
