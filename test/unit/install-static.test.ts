@@ -310,6 +310,31 @@ describe('RBAC', () => {
     expect(ofKind('v1', 'ServiceAccount').map((s) => s.metadata.name)).toContain(sa);
     expect(rolesOf(sa).map((r) => r.metadata.name)).toEqual(['meridio-2-gateway-controller']);
   });
+
+  // Beside Meridio-2's controller manager (docs/install.md, "Running beside
+  // Meridio-2's other controllers"), its DistributionGroup and
+  // EndpointNetworkConfiguration controllers own DistributionGroup status,
+  // EndpointNetworkConfigurations and LoadBalancerEndpointSlices; they read
+  // Pods, Gateways and the Gateway's Accepted condition. The function writes
+  // only its LB Deployments, Gateway and GatewayClass status, and Events.
+  test('the function can write nothing that Meridio-2\'s other controllers own', () => {
+    const writes = rolesOf(ksvc.spec.template.spec.serviceAccountName)
+      .flatMap((r) => grants(RoleSchema.parse(r).rules))
+      .filter((g) => !['get', 'list', 'watch'].includes(g.verb))
+      .map(key);
+    expect(writes.sort()).toEqual([
+      'apps/deployments:create',
+      'apps/deployments:patch',
+      'apps/deployments:update',
+      'events.k8s.io/events:create',
+      'events.k8s.io/events:update',
+      'gateway.networking.k8s.io/gatewayclasses/status:update',
+      'gateway.networking.k8s.io/gateways/status:update',
+    ]);
+    for (const owned of ['distributiongroups', 'distributiongroups/status', 'endpointnetworkconfigurations', 'loadbalancerendpointslices']) {
+      expect(writes.filter((w) => w.startsWith(`meridio-2.nordix.org/${owned}:`))).toEqual([]);
+    }
+  });
 });
 
 describe('Knative Service', () => {

@@ -115,6 +115,27 @@ describe('Meridio-2 oracle (planner)', () => {
     });
   });
 
+  // Meridio-2's DistributionGroup and EndpointNetworkConfiguration controllers
+  // (still running beside the function, docs/install.md) take a Gateway as
+  // theirs when its Accepted condition is True and its message ends with
+  // their controller name. The recorded text is compared above; this pins the
+  // rule for any controller name.
+  it.each(['meridio-2.nordix.org/gateway-controller', 'example.com/gateways'])('Accepted=True ends with the controller name %s, as Meridio-2\'s other controllers require', (controllerName) => {
+    const c = cases.find((x) => x.name === 'basic');
+    if (!c) throw new Error('the recorded case "basic" is missing');
+    const store = new Store();
+    for (const op of c.inputs.steps[0]?.operations ?? []) {
+      if (op.op === 'create' && op.object.kind === 'GatewayClass') store.apply({ ...op, object: { ...op.object, spec: { controllerName } } });
+      else store.apply(op);
+    }
+    const o = observedFor(c, store, undefined);
+    const { plan: p } = invoke({ ...o, settings: { ...o.settings, controllerName } });
+    const accepted = p.status?.conditions.find((x) => x.type === 'Accepted');
+    expect(accepted?.status).toBe('True');
+    expect(accepted?.message.endsWith(controllerName)).toBe(true);
+    expect(accepted?.message).toBe(`Gateway accepted by ${controllerName}`);
+  });
+
   it('uses every allow-list entry meant for it (no dead entries)', () => {
     const meant = ALLOWED_DIFFERENCES.filter((a) => a.only !== 'server').map((a) => a.id);
     expect([...used].sort()).toEqual(meant.sort());
