@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { decodeAsGo } from './go-decode.js';
 import { readGoYaml } from './go-yaml.js';
 import { digestOf } from './plan/canonical-json.js';
-import { DeploymentSchema, type Deployment } from './plan/schemas.js';
+import { DeploymentSchema, type Deployment } from '../../api/schemas.js';
 
 export interface Template {
   deployment: Deployment;

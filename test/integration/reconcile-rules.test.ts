@@ -73,7 +73,7 @@ describe('reconcile rules', () => {
       };
       await custom().createNamespacedCustomObject({ ...GATEWAYS, namespace: ns(), body });
       const res = await reconcile(w.key(), opts.templateNetworks ? { ...r.deps, template: templateWithNetworks(opts.templateNetworks) } : r.deps);
-      expect(res).toMatchObject({ outcome: 'invalid', deploymentWritten: false, retry: false });
+      expect(res).toMatchObject({ outcome: 'invalid', deploymentWritten: false, next: 'settle' });
       const gw = await readGateway(ns(), 'gw');
       expect(condition(gw, 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidParameters' });
       expect(condition(gw, 'Accepted')?.message).toContain(offending);
@@ -111,7 +111,7 @@ describe('reconcile rules', () => {
     const before = await ownParts();
     await w.setup();
     const res = await reconcile(w.key(), r.deps);
-    expect(res).toMatchObject({ outcome: 'collision', deploymentWritten: false, retry: false });
+    expect(res).toMatchObject({ outcome: 'collision', deploymentWritten: false, next: 'settle' });
     const gw = await readGateway(ns(), 'gw');
     expect(condition(gw, 'Programmed')).toMatchObject({ status: 'False', reason: 'Invalid' });
     expect(condition(gw, 'Programmed')?.message).toContain('no controller');

@@ -43,7 +43,7 @@ describe('reconcile', () => {
     await createRoute(ns(), 'r1', 'gw', ['20.0.0.2/32']);
     await createRoute(ns(), 'r2', 'gw', ['20.0.0.1/32', '20.0.0.2/32']);
     const res = await reconcile({ namespace: ns(), name: 'gw' }, r.deps);
-    expect(res).toMatchObject({ outcome: 'applied', retry: false, deploymentWritten: true, statusWritten: true });
+    expect(res).toMatchObject({ outcome: 'applied', next: 'settle', deploymentWritten: true, statusWritten: true });
 
     const gw = await readGateway(ns(), 'gw');
     const d = await readDeployment(ns(), 'sllbr-gw');

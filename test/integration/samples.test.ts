@@ -26,7 +26,7 @@ describe('infra/samples', () => {
     expect(applied.some((a) => a.includes('NetworkAttachmentDefinition'))).toBe(true);
     const r = await controllerIdentity(NAMESPACE);
     const key = { namespace: NAMESPACE, name: 'sllb-a' };
-    expect(await reconcile(key, r.deps)).toMatchObject({ outcome: 'applied', retry: false });
+    expect(await reconcile(key, r.deps)).toMatchObject({ outcome: 'applied', next: 'settle' });
 
     const d = await readDeployment(NAMESPACE, 'sllbr-sllb-a');
     const value = d.spec?.template.metadata?.annotations?.[NETWORKS_ANNOTATION];

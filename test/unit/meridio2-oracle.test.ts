@@ -5,13 +5,12 @@
 // allow-list (test/oracle/allowed-differences.ts).
 // test/integration/meridio2-oracle.test.ts runs the same cases on a real API
 // server with kube-controller-manager.
-import type { Observed } from '../../functions/reconcile/plan/plan-types.js';
-import { GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema, L34RouteSchema } from '../../functions/reconcile/plan/schemas.js';
+import { GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema, L34RouteSchema } from '../../api/schemas.js';
 import { parseTemplate } from '../../functions/reconcile/template.js';
 import { ALLOWED_DIFFERENCES } from '../oracle/allowed-differences.js';
 import { compareStep, recordedDeployment, recordedGateway } from '../oracle/compare.js';
 import { oracleCases, type OracleCase } from '../oracle/oracle-cases.js';
-import { NOW, invoke } from './reconcile-fixtures.js';
+import { NOW, invoke, type Scenario } from './reconcile-fixtures.js';
 
 type Json = Record<string, unknown>;
 
@@ -58,7 +57,7 @@ class Store {
   }
 }
 
-function observedFor(c: OracleCase, store: Store, previous: Observed | undefined): Observed {
+function observedFor(c: OracleCase, store: Store, previous: Scenario | undefined): Scenario {
   const { inputs } = c;
   const gateway = GatewaySchema.parse(store.ofKind('Gateway')[0]);
   const stored = previous?.gateway;
@@ -91,7 +90,7 @@ describe('Meridio-2 oracle (planner)', () => {
 
   it.each(cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
     const store = new Store();
-    let current: Observed | undefined;
+    let current: Scenario | undefined;
     c.inputs.steps.forEach((step, i) => {
       for (const op of step.operations) store.apply(op);
       let o = observedFor(c, store, current);
@@ -100,7 +99,7 @@ describe('Meridio-2 oracle (planner)', () => {
       for (let round = 0; round < 3; round++) {
         const { first, next } = invoke(o);
         o = next;
-        if (first.deployment.action === 'none' && !first.statusChanged) break;
+        if (first.outcome !== 'needs-write' && !first.statusChanged) break;
       }
       current = o;
       const recorded = c.output.steps[i];

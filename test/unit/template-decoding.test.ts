@@ -7,9 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeAsGo } from '../../functions/reconcile/go-decode.js';
 import { firstDocument, formatFloat32, readGoYaml, resolvePlainScalar, GoFloat } from '../../functions/reconcile/go-yaml.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
 import { loadTemplate, parseTemplate } from '../../functions/reconcile/template.js';
-import { canonicalQuantity, observed } from './reconcile-fixtures.js';
+import { canonicalQuantity, observed, plan } from './reconcile-fixtures.js';
 
 const EDGE_CASES = 'test/oracle/go-decoding/edge-cases.yaml';
 const SHIPPED = 'infra/templates/lb-deployment.yaml';
