@@ -107,6 +107,11 @@ async function buildCopy(opts: { edit?: { file: string; from: string; to: string
   }
 }
 
+/** An overlay of infra/ with the given components, then `rest` (more kustomization lines). */
+function overlayOf(components: string[], rest: string[] = []): string {
+  return ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', '  - ../infra', 'components:', ...components.map((c) => `  - ../infra/${c}`), ...rest, ''].join('\n');
+}
+
 async function brokenBuild(file: string, from: string, to: string): Promise<Manifest[]> {
   return buildCopy({ edit: { file, from, to } });
 }
@@ -297,19 +302,12 @@ describe('the ApiServerSource and Knative Eventing', () => {
   });
 
   test('the install with the optional gateway-watch component passes the same dry runs', async () => {
-    const overlay = [
-      'apiVersion: kustomize.config.k8s.io/v1beta1',
-      'kind: Kustomization',
-      'resources:',
-      '  - ../infra',
-      'components:',
-      '  - ../infra/knative/gateway-watch',
+    const overlay = overlayOf(['knative/gateway-watch'], [
       'images:',
       '  - name: knative-apiserver-receive-adapter',
       '    newName: example.invalid/knative/apiserver-receive-adapter',
       '    newTag: v1.23.0',
-      '',
-    ].join('\n');
+    ]);
     const built = await buildCopy({ overlay });
     expect(built).toHaveLength(install.length + 1);
     const cs = built.find(({ object: o }) => o.kind === 'ContainerSource');
@@ -318,15 +316,7 @@ describe('the ApiServerSource and Knative Eventing', () => {
     expect(failures(await checkAll(built))).toEqual([]);
   });
   test('the install beside Meridio-2 (beside-meridio-2 component) leaves out the CRDs, sets the LB ServiceAccount and passes the same dry runs', async () => {
-    const overlay = [
-      'apiVersion: kustomize.config.k8s.io/v1beta1',
-      'kind: Kustomization',
-      'resources:',
-      '  - ../infra',
-      'components:',
-      '  - ../infra/beside-meridio-2',
-      '',
-    ].join('\n');
+    const overlay = overlayOf(['beside-meridio-2']);
     const built = await buildCopy({ overlay });
     const name = ({ object: o }: Manifest): string => `${o.kind} ${o.metadata.name}`;
     const crds = install.filter(({ object: o }) => o.kind === 'CustomResourceDefinition').map(name);
@@ -342,13 +332,7 @@ describe('the ApiServerSource and Knative Eventing', () => {
   });
   test('the migration overlay of docs/install.md (Meridio-2\'s template, its namespace only) builds and passes the same dry runs', async () => {
     const template = readFileSync('test/oracle/meridio2/cases/basic/template.yaml', 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
-    const overlay = [
-      'apiVersion: kustomize.config.k8s.io/v1beta1',
-      'kind: Kustomization',
-      'resources:',
-      '  - ../infra',
-      'components:',
-      '  - ../infra/beside-meridio-2',
+    const overlay = overlayOf(['beside-meridio-2'], [
       'configMapGenerator:',
       '  - name: meridio-2-lb-template',
       '    behavior: replace',
@@ -370,8 +354,7 @@ describe('the ApiServerSource and Knative Eventing', () => {
       '      - op: replace',
       '        path: /spec/namespaceSelector',
       '        value: {matchLabels: {kubernetes.io/metadata.name: meridio-2}}',
-      '',
-    ].join('\n');
+    ]);
     const built = await buildCopy({ overlay, overlayFiles: { 'lb-deployment.yaml': template } });
     expect(built.filter(({ object: o }) => o.kind === 'CustomResourceDefinition')).toEqual([]);
     const configMap = built.find(({ object: o }) => o.kind === 'ConfigMap');
