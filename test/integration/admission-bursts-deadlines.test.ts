@@ -5,7 +5,7 @@ import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS, kubeApi } from '../../functions/kube/kube-api.js';
 import { handleEvent } from '../../functions/handle-event.js';
 import { handlerDeps } from '../support/handler-deps.js';
-import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';

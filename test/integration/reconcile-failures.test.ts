@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { AdmissionregistrationV1Api, AppsV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { adminConfig, statusOf } from '../support/cluster.js';
 import { freezeDeployments } from '../support/policies.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { AppsV1Api, CustomObjectsApi, loadYaml } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAYS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_UID } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_UID } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { parseTemplate, type Template } from '../../functions/reconcile/template.js';
 import { adminConfig, statusOf } from '../support/cluster.js';

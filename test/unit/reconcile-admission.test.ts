@@ -2,7 +2,7 @@
 // differs from the render (an image mirror, an added Pod annotation, a fought
 // replica count). The planner records the admitted form once and then stays
 // quiet, yet still corrects a person's edit of an owned field.
-import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../api/names.js';
 import { planStatus } from '../../functions/reconcile/plan/plan.js';
 import type { SettledPlan } from '../../functions/reconcile/plan/plan-types.js';
 import { DeploymentSchema, type Deployment } from '../../api/schemas.js';

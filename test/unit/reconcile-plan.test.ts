@@ -1,8 +1,4 @@
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  APPLIED_GATEWAY_GENERATION,
-  TEMPLATE_HASH as TEMPLATE_HASH_KEY,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
 import type { SettledPlan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
 import { DeploymentSchema, type Condition, type Deployment } from '../../api/schemas.js';

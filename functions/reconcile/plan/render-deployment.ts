@@ -8,7 +8,8 @@
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
 import { selectorMatches } from './label-selector.js';
-import { NETWORKS_ANNOTATION, desiredNetworks } from './nad-networks.js';
+import { desiredNetworks } from './nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 import type {
   Container,
   ContainerArgs,
