@@ -1,0 +1,125 @@
+// buildah as the image tests and the local base image use it: its image
+// store under the project's cache directory (never the machine's default
+// store), Debian's runc as the runtime, cgroupfs (no systemd here).
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { cacheRoot, type Log } from '../go-build.mts';
+import { RUNC } from './host-tools.mts';
+
+/** The image store: layers and images, kept between runs. */
+export function storageRoot(): string {
+  return join(cacheRoot(), 'buildah', 'storage');
+}
+
+/**
+ * containers/storage's run-state directory (mount counts, locks): it must not
+ * outlive a reboot, so it lives under /run, not in the cache.
+ */
+export function runRoot(): string {
+  return join('/run', 'meridio-2-knative', 'buildah');
+}
+
+/** runc's state directory for the containers this project starts. */
+export function runcRoot(): string {
+  return join('/run', 'meridio-2-knative', 'runc');
+}
+
+/** Global flags: the project's store and cgroupfs. */
+export function storageArgs(): string[] {
+  mkdirSync(storageRoot(), { recursive: true });
+  mkdirSync(runRoot(), { recursive: true });
+  return ['--root', storageRoot(), '--runroot', runRoot(), '--storage-driver', 'overlay', '--cgroup-manager', 'cgroupfs'];
+}
+
+/** Flags of `buildah bud` that pick the runtime. */
+export const RUNTIME_ARGS: readonly string[] = ['--runtime', RUNC];
+
+export interface RunResult {
+  stdout: string;
+  /** The last part of stdout and stderr together, for error messages. */
+  tail: string;
+}
+
+/**
+ * Runs a command, streaming its output through `log` when `echo` is set, and
+ * fails with the tail of its output when it exits non-zero.
+ */
+export function runCommand(cmd: string, args: string[], opts: { log: Log; echo?: boolean; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env });
+    let stdout = '';
+    let tail = '';
+    const take = (chunk: Buffer, toStdout: boolean): void => {
+      const text = chunk.toString();
+      if (toStdout) stdout += text;
+      tail = (tail + text).slice(-8000);
+      if (opts.echo) for (const line of text.split('\n')) if (line.trim()) opts.log(`  ${line}`);
+    };
+    child.stdout.on('data', (c: Buffer) => take(c, true));
+    child.stderr.on('data', (c: Buffer) => take(c, false));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve({ stdout, tail });
+      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}\n${tail}`));
+    });
+  });
+}
+
+/** `buildah <global storage flags> <args>`. */
+export function buildah(args: string[], opts: { log: Log; echo?: boolean; cwd?: string }): Promise<RunResult> {
+  return runCommand('buildah', [...storageArgs(), ...args], opts);
+}
+
+/** Whether the project's store holds an image of that name. */
+export async function imageExists(ref: string, log: Log): Promise<boolean> {
+  try {
+    await buildah(['inspect', '--type', 'image', '--format', '{{.FromImageID}}', ref], { log });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The parts of an image's OCI configuration that starting it needs. */
+export const ImageConfigSchema = z.object({
+  User: z.string().optional(),
+  Env: z.array(z.string()).optional(),
+  Entrypoint: z.array(z.string()).nullish(),
+  Cmd: z.array(z.string()).nullish(),
+  WorkingDir: z.string().optional(),
+});
+export type ImageConfig = z.infer<typeof ImageConfigSchema>;
+
+const InspectSchema = z.object({
+  FromImageID: z.string(),
+  OCIv1: z.object({
+    config: ImageConfigSchema,
+    rootfs: z.object({ diff_ids: z.array(z.string()) }),
+  }),
+});
+
+export interface ImageFacts {
+  id: string;
+  config: ImageConfig;
+  /** Filesystem layers, bottom first. */
+  layers: number;
+}
+
+export async function inspectImage(ref: string, log: Log): Promise<ImageFacts> {
+  const { stdout } = await buildah(['inspect', '--type', 'image', ref], { log });
+  const parsed = InspectSchema.parse(JSON.parse(stdout));
+  return { id: parsed.FromImageID, config: parsed.OCIv1.config, layers: parsed.OCIv1.rootfs.diff_ids.length };
+}
+
+const ImageListSchema = z.array(z.object({ id: z.string(), size: z.number() }));
+
+/** The image's unpacked size in bytes, as `buildah images` reports it. */
+export async function imageSize(ref: string, log: Log): Promise<number> {
+  const { stdout } = await buildah(['images', '--json', ref], { log });
+  const list = ImageListSchema.parse(JSON.parse(stdout));
+  const first = list[0];
+  if (!first) throw new Error(`no image ${ref}`);
+  return first.size;
+}
