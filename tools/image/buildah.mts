@@ -38,8 +38,8 @@ export const RUNTIME_ARGS: readonly string[] = ['--runtime', RUNC];
 
 export interface RunResult {
   stdout: string;
-  /** The last part of stdout and stderr together, for error messages. */
-  tail: string;
+  /** stdout and stderr as they interleaved. */
+  output: string;
 }
 
 /**
@@ -50,19 +50,19 @@ export function runCommand(cmd: string, args: string[], opts: { log: Log; echo?:
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env });
     let stdout = '';
-    let tail = '';
+    let output = '';
     const take = (chunk: Buffer, toStdout: boolean): void => {
       const text = chunk.toString();
       if (toStdout) stdout += text;
-      tail = (tail + text).slice(-8000);
+      output += text;
       if (opts.echo) for (const line of text.split('\n')) if (line.trim()) opts.log(`  ${line}`);
     };
     child.stdout.on('data', (c: Buffer) => take(c, true));
     child.stderr.on('data', (c: Buffer) => take(c, false));
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code === 0) resolve({ stdout, tail });
-      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}\n${tail}`));
+      if (code === 0) resolve({ stdout, output });
+      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}\n${output.slice(-8000)}`));
     });
   });
 }
