@@ -15,6 +15,9 @@ import { repoRoot } from './repo-root.mts';
 
 export const TEST_IMAGE = 'localhost/meridio-2-gateway-controller:test';
 
+/** The lines of buildah's output that show a build's progress: its steps and commits. */
+export const BUILD_PROGRESS = /^\[\d+\/\d+\] (STEP|COMMIT)|^(STEP|COMMIT) /;
+
 /**
  * The home directory of root during the build's RUN steps: npm's cache, and,
  * when the host trusts an extra CA for its traffic (NODE_EXTRA_CA_CERTS, as
@@ -51,7 +54,7 @@ export async function buildControllerImage(opts: { ref?: string; log?: Log } = {
   const started = Date.now();
   log(`building ${ref} from the Dockerfile on ${base.ref}`);
   const { output } = await buildah(['bud', ...RUNTIME_ARGS, '--pull=false', '--layers=false',
-    '--build-arg', `NODE_IMAGE=${base.ref}`, '--volume', `${buildHome()}:/root`, '-t', ref, repoRoot(import.meta.url)], { log, echo: true });
+    '--build-arg', `NODE_IMAGE=${base.ref}`, '--volume', `${buildHome()}:/root`, '-t', ref, repoRoot(import.meta.url)], { log, echo: BUILD_PROGRESS });
   const seconds = (Date.now() - started) / 1000;
   log(`built ${ref} in ${Math.round(seconds)}s`);
   return { ref, base: base.ref, output, seconds };

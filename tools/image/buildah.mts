@@ -43,10 +43,10 @@ export interface RunResult {
 }
 
 /**
- * Runs a command, streaming its output through `log` when `echo` is set, and
+ * Runs a command, passing the lines of its output that `echo` matches to `log`, and
  * fails with the tail of its output when it exits non-zero.
  */
-export function runCommand(cmd: string, args: string[], opts: { log: Log; echo?: boolean; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<RunResult> {
+export function runCommand(cmd: string, args: string[], opts: { log: Log; echo?: RegExp; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env });
     let stdout = '';
@@ -55,7 +55,7 @@ export function runCommand(cmd: string, args: string[], opts: { log: Log; echo?:
       const text = chunk.toString();
       if (toStdout) stdout += text;
       output += text;
-      if (opts.echo) for (const line of text.split('\n')) if (line.trim()) opts.log(`  ${line}`);
+      if (opts.echo) for (const line of text.split('\n')) if (opts.echo.test(line)) opts.log(`  ${line}`);
     };
     child.stdout.on('data', (c: Buffer) => take(c, true));
     child.stderr.on('data', (c: Buffer) => take(c, false));
@@ -68,7 +68,7 @@ export function runCommand(cmd: string, args: string[], opts: { log: Log; echo?:
 }
 
 /** `buildah <global storage flags> <args>`. */
-export function buildah(args: string[], opts: { log: Log; echo?: boolean; cwd?: string }): Promise<RunResult> {
+export function buildah(args: string[], opts: { log: Log; echo?: RegExp; cwd?: string }): Promise<RunResult> {
   return runCommand('buildah', [...storageArgs(), ...args], opts);
 }
 
