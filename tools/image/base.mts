@@ -17,7 +17,7 @@
 // Usage: node tools/image/base.mts [--print]   (--print: print the image
 // reference as JSON on stdout)
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, copyFileSync, chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -69,6 +69,9 @@ function mmdebstrapArgs(): string[] {
   ];
 }
 
+/** Node.js architecture → the OpenSSL configuration name of its headers. */
+const OPENSSL_ARCH: Record<string, string> = { x64: 'linux-x86_64', arm64: 'linux-aarch64', ppc64: 'linux-ppc64le', s390x: 'linux64-s390x' };
+
 const PackageJsonSchema = z.looseObject({ version: z.string() });
 const LockSchema = z.looseObject({ packages: z.record(z.string(), z.looseObject({ version: z.string().optional() })) });
 
@@ -109,9 +112,10 @@ export function baseRecipe(): BaseRecipe {
   const changelog = readFileSync(join(dir, 'CHANGELOG.md'), 'utf8');
   const npm = bundledVersion(changelog, 'npm');
   const corepack = bundledVersion(changelog, 'corepack');
-  // Any change to how the image is assembled gives it a new tag.
+  // Any change to how the image is assembled (this file included) gives it a new tag.
   const hash = createHash('sha256')
-    .update(JSON.stringify({ version, npm, corepack, yarn: YARN_VERSION, suite: DEBIAN_SUITE, mm: mmdebstrapArgs(), MIRRORS }))
+    .update(JSON.stringify({ version, npm, corepack, yarn: YARN_VERSION, suite: DEBIAN_SUITE, mm: mmdebstrapArgs(), MIRRORS, openssl: OPENSSL_ARCH[process.arch] }))
+    .update(readFileSync(fileURLToPath(import.meta.url)))
     .update(readFileSync(join(here, 'node-base.Containerfile')))
     .update(readFileSync(join(here, 'docker-entrypoint.sh')))
     .digest('hex')
@@ -153,6 +157,11 @@ async function stageContext(recipe: BaseRecipe, ctx: string, rootfs: string, log
   // top-level CHANGELOG.md, LICENSE and README.md, all under /usr/local.
   await runCommand('cp', ['-a', `${recipe.nodeDir}/.`, local], { log });
   rmSync(join(local, 'package.json'));
+  // As the official image does: OpenSSL's headers for other platforms go (about 60 MB).
+  const keep = OPENSSL_ARCH[process.arch];
+  if (!keep) throw new Error(`no OpenSSL header configuration known for ${process.arch}`);
+  const archs = join(local, 'include', 'node', 'openssl', 'archs');
+  for (const arch of readdirSync(archs)) if (arch !== keep) rmSync(join(archs, arch), { recursive: true });
   await npmPackage('npm', recipe.npm, join(local, 'lib', 'node_modules', 'npm'), scratch, log);
   await npmPackage('corepack', recipe.corepack, join(local, 'lib', 'node_modules', 'corepack'), scratch, log);
   const bin = join(local, 'bin');

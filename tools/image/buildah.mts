@@ -2,6 +2,7 @@
 // store under the project's cache directory (never the machine's default
 // store), Debian's runc as the runtime, cgroupfs (no systemd here).
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -15,10 +16,10 @@ export function storageRoot(): string {
 
 /**
  * containers/storage's run-state directory (mount counts, locks): it must not
- * outlive a reboot, so it lives under /run, not in the cache.
+ * outlive a reboot, so it lives under /run, not in the cache; one per store.
  */
 export function runRoot(): string {
-  return join('/run', 'meridio-2-knative', 'buildah');
+  return join('/run', 'meridio-2-knative', `buildah-${createHash('sha256').update(storageRoot()).digest('hex').slice(0, 12)}`);
 }
 
 /** runc's state directory for the containers this project starts. */
