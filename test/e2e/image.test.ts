@@ -2,7 +2,7 @@ import { HTTP } from 'cloudevents';
 import { deniedByAuthorizer, matches, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { buildControllerImage, type BuiltImage } from '../../tools/image/build.mjs';
-import { inspectImage } from '../../tools/image/buildah.mjs';
+import { inspectImage, removeImage } from '../../tools/image/buildah.mjs';
 import { logger } from '../../tools/go-build.mjs';
 import { pingEvent } from '../../events/outgoing.js';
 import { auditLog } from '../support/cluster.js';
@@ -18,24 +18,32 @@ import { useWorld } from '../support/world.js';
 // on the host's loopback, against the shared control plane.
 
 const log = logger('image-test');
-let built: BuiltImage;
+let built: BuiltImage | undefined;
+const image = (): BuiltImage => {
+  if (!built) throw new Error('the image was not built');
+  return built;
+};
 
 beforeAll(async () => {
-  // Cold (no base image, empty npm cache): about 6 minutes on 2 shared cores.
+  // Cold (no base image, empty npm cache): about 5 minutes on 2 shared cores.
   built = await buildControllerImage({ log });
 }, 30 * 60 * 1000);
 
+afterAll(async () => {
+  if (built) await removeImage(built.ref, log);
+});
+
 describe('the controller image', () => {
   it('is built from the Dockerfile with every step run, its own smoke test included', async () => {
-    const out = built.output;
+    const out = image().output;
     const smokeStep = out.search(/STEP \d+\/\d+: RUN PORT=8080 node --snapshot-blob dist\/function\.blob &/);
     expect(smokeStep).toBeGreaterThan(0);
     // The smoke test's server logged that it listens on 8080, and the build went on past it.
     const after = out.slice(smokeStep);
     expect(after).toMatch(/"port":8080,[^\n]*"msg":"listening"/);
     expect(after).toMatch(/STEP \d+\/\d+: CMD \["node", "--snapshot-blob", "dist\/function\.blob"\]/);
-    expect(out).toContain(`FROM ${built.base} AS runtime`);
-    const facts = await inspectImage(built.ref, log);
+    expect(out).toContain(`FROM ${image().base} AS runtime`);
+    const facts = await inspectImage(image().ref, log);
     expect(facts.config.User).toBe('1000:1000');
     expect(facts.config.Cmd).toEqual(['node', '--snapshot-blob', 'dist/function.blob']);
   });
@@ -52,7 +60,7 @@ describe('the controller image', () => {
     it('becomes ready, converges a Gateway as the controller ServiceAccount, and exits 0 on SIGTERM', async () => {
       const token = w.r().kc.getCurrentUser()?.token;
       if (!token) throw new Error('the controller identity has no token');
-      c = await startControllerContainer({ image: built.ref, token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'image-test' }, log });
+      c = await startControllerContainer({ image: image().ref, token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'image-test' }, log });
       const running = c;
 
       // Who the container's process is, and what it may do.

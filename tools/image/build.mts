@@ -6,6 +6,7 @@
 // every build. What makes a repeated build cheap is outside the image: the
 // base image is cached, and the build stage's `npm ci` finds npm's cache in
 // the build's root home directory, mounted from the project's cache.
+import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheRoot, logger, type Log } from '../go-build.mts';
@@ -13,7 +14,13 @@ import { buildah, RUNTIME_ARGS } from './buildah.mts';
 import { ensureNodeBase } from './base.mts';
 import { repoRoot } from './repo-root.mts';
 
-export const TEST_IMAGE = 'localhost/meridio-2-gateway-controller:test';
+/**
+ * A tag of its own per build: the store is shared by every checkout on the
+ * machine, and a test must run the image built from its own tree.
+ */
+export function testImageRef(): string {
+  return `localhost/meridio-2-gateway-controller:test-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
 
 /** The lines of buildah's output that show a build's progress: its steps and commits. */
 export const BUILD_PROGRESS = /^\[\d+\/\d+\] (STEP|COMMIT)|^(STEP|COMMIT) /;
@@ -49,7 +56,7 @@ export interface BuiltImage {
 /** The controller image from the Dockerfile, on the local base, in the project's store. */
 export async function buildControllerImage(opts: { ref?: string; log?: Log } = {}): Promise<BuiltImage> {
   const log = opts.log ?? logger('image');
-  const ref = opts.ref ?? TEST_IMAGE;
+  const ref = opts.ref ?? testImageRef();
   const base = await ensureNodeBase(log);
   const started = Date.now();
   log(`building ${ref} from the Dockerfile on ${base.ref}`);

@@ -3,7 +3,7 @@
 // store), Debian's runc as the runtime, cgroupfs (no systemd here).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { cacheRoot, type Log } from '../go-build.mts';
@@ -114,13 +114,27 @@ export async function inspectImage(ref: string, log: Log): Promise<ImageFacts> {
   return { id: parsed.FromImageID, config: parsed.OCIv1.config, layers: parsed.OCIv1.rootfs.diff_ids.length };
 }
 
-const ImageListSchema = z.array(z.object({ id: z.string(), size: z.number() }));
+/** The image's size as `buildah images` reports it (unpacked, all layers). */
+export async function imageSize(ref: string, log: Log): Promise<string> {
+  const { stdout } = await buildah(['images', '--format', '{{.Size}}', ref], { log });
+  const size = stdout.trim().split('\n')[0];
+  if (!size) throw new Error(`no image ${ref}`);
+  return size;
+}
 
-/** The image's unpacked size in bytes, as `buildah images` reports it. */
-export async function imageSize(ref: string, log: Log): Promise<number> {
-  const { stdout } = await buildah(['images', '--json', ref], { log });
-  const list = ImageListSchema.parse(JSON.parse(stdout));
-  const first = list[0];
-  if (!first) throw new Error(`no image ${ref}`);
-  return first.size;
+const OciManifestSchema = z.object({ layers: z.array(z.object({ size: z.number().int() })) });
+const OciIndexSchema = z.object({ manifests: z.tuple([z.object({ digest: z.string() })]) });
+
+/** The bytes a node pulls: the image's compressed layers, as pushed to an OCI layout. */
+export async function compressedSize(ref: string, dir: string, log: Log): Promise<number> {
+  await buildah(['push', ref, `oci:${dir}:image`], { log });
+  const blob = (digest: string): string => join(dir, 'blobs', ...digest.split(':'));
+  const index = OciIndexSchema.parse(JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')));
+  const manifest = OciManifestSchema.parse(JSON.parse(readFileSync(blob(index.manifests[0].digest), 'utf8')));
+  return manifest.layers.reduce((sum, l) => sum + l.size, 0);
+}
+
+/** Removes an image from the project's store (its layers stay while other images use them). */
+export async function removeImage(ref: string, log: Log): Promise<void> {
+  await buildah(['rmi', ref], { log });
 }

@@ -10,7 +10,7 @@
 //
 // Usage: node tools/image/measure.mts [--runs N]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,7 +20,7 @@ import { logger, runAsScript } from '../go-build.mts';
 import { SHIPPED_NODE_ARGS, SHIPPED_NODE_OPTIONS } from '../bundle/shipped.mts';
 import { ensureNodeBase } from './base.mts';
 import { buildControllerImage } from './build.mts';
-import { imageSize, inspectImage } from './buildah.mts';
+import { compressedSize, imageSize, inspectImage, removeImage } from './buildah.mts';
 import { startContainer } from './container.mts';
 import { repoRoot } from './repo-root.mts';
 
@@ -106,12 +106,15 @@ async function main(): Promise<unknown> {
     container.push(await containerColdStart(again.ref, templates));
     if (withProcess) plain.push(await processColdStart(root));
   }
+  const oci = mkdtempSync(join(tmpdir(), 'meridio2-oci-'));
   const result = {
-    base: { ref: base.ref, bytes: await imageSize(base.ref, log), layers: baseFacts.layers, seconds: Math.round(baseSeconds) },
-    image: { bytes: await imageSize(again.ref, log), layers: facts.layers },
+    base: { ref: base.ref, size: await imageSize(base.ref, log), layers: baseFacts.layers, seconds: Math.round(baseSeconds) },
+    image: { size: await imageSize(again.ref, log), compressedBytes: await compressedSize(again.ref, oci, log), layers: facts.layers },
     build: { firstSeconds: Math.round(firstSeconds), againSeconds: Math.round(againSeconds) },
     coldStartMs: { container: stats(container), process: withProcess ? stats(plain) : undefined },
   };
+  rmSync(oci, { recursive: true, force: true });
+  for (const b of [first, again]) await removeImage(b.ref, log);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   return result;
 }
