@@ -6,8 +6,8 @@ import { classifyError } from '../kube/classify-error.js';
 import { afterClassFailure, type InvocationResult } from '../kube/retry-policy.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
-import type { Deployment } from '../reconcile/plan/schemas.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../api/names.js';
+import type { Deployment } from '../../api/schemas.js';
 import { planClass, type ClassObserved, type ClassOutcome } from './plan.js';
 import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 
@@ -39,7 +39,7 @@ export async function observeClass(name: string, deps: ClassReconcileDeps): Prom
 }
 
 export async function reconcileClass(name: string, deps: ClassReconcileDeps): Promise<ClassReconcileResult> {
-  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, retry: false, attempts: 0 };
+  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, next: 'settle', attempts: 0 };
   for (;;) {
     result.attempts++;
     try {
@@ -60,7 +60,7 @@ export async function reconcileClass(name: string, deps: ClassReconcileDeps): Pr
       if (next === 'reobserve') continue;
       result.outcome = 'error';
       result.error = c;
-      result.retry = next === 'redeliver';
+      result.next = next;
       return result;
     }
   }

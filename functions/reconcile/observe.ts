@@ -1,11 +1,10 @@
 import type { KubeApi } from '../kube/kube-api.js';
 import { deploymentName } from './plan/names.js';
-import { readPlanOf, type ObserveHint } from './plan/observe-hint.js';
+import { readsOf } from './plan/gateway-reads.js';
+import { type ObserveHint } from '../../events/observe-hint.js';
 import type { Observed } from './plan/plan-types.js';
-import type { Settings } from './plan/render-deployment.js';
 import { routeScope } from './plan/route-attachment.js';
-import type { GatewayClass, GatewayConfiguration } from './plan/schemas.js';
-import type { Template } from './template.js';
+import type { GatewayClass, GatewayConfiguration } from '../../api/schemas.js';
 
 /**
  * Reads the current state of one Gateway and everything its plan depends on
@@ -20,7 +19,6 @@ import type { Template } from './template.js';
 export async function observe(
   api: KubeApi,
   key: { namespace: string; name: string },
-  context: { template: Template; settings: Settings; now: string },
   hint?: ObserveHint,
 ): Promise<Observed> {
   const wide = hint?.routeScope !== undefined && hint.routeScope !== 'same';
@@ -33,7 +31,7 @@ export async function observe(
     hint?.routeScope === 'selector' ? api.listNamespaces() : undefined,
   ]);
   const namespaceRoutes = wide ? firstRoutes.filter((r) => r.metadata.namespace === key.namespace) : firstRoutes;
-  const base = { key, deployment, template: context.template, settings: context.settings, now: context.now };
+  const base = { key, deployment };
   if (!gateway) return { ...base, routes: namespaceRoutes, namespaces: null, gateway: null, gatewayClass: null, gatewayConfiguration: null };
 
   // Reads made on the hint's word count only where the Gateway agrees.
@@ -46,7 +44,7 @@ export async function observe(
   };
 
   // Known before the class only when the Gateway names its own configuration.
-  const early = readPlanOf(gateway, gatewayClass);
+  const early = readsOf(gateway, gatewayClass);
   const scope = routeScope(gateway);
   const [readClass, earlyConfiguration, routes, namespaces] = await Promise.all([
     gatewayClass === undefined ? api.getGatewayClass(gateway.spec.gatewayClassName) : gatewayClass,
@@ -56,6 +54,6 @@ export async function observe(
   ]);
   gatewayClass = readClass;
   // No reference of its own: the class's default, which only the class names.
-  const gatewayConfiguration = earlyConfiguration !== undefined ? earlyConfiguration : await configurationFor(readPlanOf(gateway, gatewayClass)?.configuration ?? null);
+  const gatewayConfiguration = earlyConfiguration !== undefined ? earlyConfiguration : await configurationFor(readsOf(gateway, gatewayClass)?.configuration ?? null);
   return { ...base, routes, namespaces, gateway, gatewayClass, gatewayConfiguration };
 }

@@ -3,8 +3,9 @@ import { targetsForApiEvent, targetsForResync } from '../../functions/dispatch/d
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
 import { observe } from '../../functions/reconcile/observe.js';
-import { hintOf, type ObserveHint } from '../../functions/reconcile/plan/observe-hint.js';
-import { GatewayClassSchema } from '../../functions/reconcile/plan/schemas.js';
+import { hintOf } from '../../functions/reconcile/plan/gateway-reads.js';
+import { type ObserveHint } from '../../events/observe-hint.js';
+import { GatewayClassSchema } from '../../api/schemas.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { WatchedObject } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';
@@ -52,12 +53,10 @@ const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjects
 
 describe('observe: one read round with a right hint', () => {
   const w = useWorld('rounds');
-  const now = '2026-01-01T00:00:00Z';
 
   async function observed(hint?: ObserveHint, key = w.key()): Promise<{ result: Awaited<ReturnType<typeof observe>>; calls: Call[] }> {
     const r = recording(w.r().api);
-    const deps = w.r().deps;
-    const result = await observe(r.api, key, { template: deps.template, settings: deps.settings, now }, hint);
+    const result = await observe(r.api, key, hint);
     return { result, calls: r.calls };
   }
 

@@ -3,24 +3,10 @@
 // (HPA, VPA, kubectl edits, an older controller), then current inputs.
 import fc from 'fast-check';
 import { currentState, readAppliedState, sameState } from '../../functions/reconcile/plan/applied-annotations.js';
-import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../functions/reconcile/plan/conditions.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
-import type { Observed, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
-import { DeploymentSchema, type Condition, type Deployment } from '../../functions/reconcile/plan/schemas.js';
-import {
-  GC_UID,
-  GW,
-  LATER,
-  NAD_ANNOTATION,
-  NS,
-  gateway,
-  gatewayClass,
-  gatewayConfiguration,
-  observed,
-  route,
-  withStatus,
-  invoke,
-} from './reconcile-fixtures.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../api/names.js';
+import type { WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
+import { DeploymentSchema, type Condition, type Deployment } from '../../api/schemas.js';
+import { GC_UID, GW, LATER, NAD_ANNOTATION, NS, gateway, gatewayClass, gatewayConfiguration, observed, route, withStatus, invoke, plan, settle, type Scenario } from './reconcile-fixtures.js';
 
 const nad = (name: string, iface: string) => ({ type: 'NAD', nad: { name, namespace: NS, interface: iface } });
 
@@ -134,7 +120,7 @@ function drift(d: Deployment, drifts: Drift[]): Deployment | null {
   return DeploymentSchema.parse(x);
 }
 
-function build(s: Situation): Observed {
+function build(s: Situation): Scenario {
   const routes = s.routes.map((r, i) => route(`r${i}`, r.cidrs, [{ name: r.parent }]));
   const configuration = gatewayConfiguration(s.config, {
     generation: s.configGeneration,
@@ -193,7 +179,7 @@ describe('plan properties', () => {
         const o = build(s);
         const { first, plan: final, next } = invoke(o);
         if (first.deployment.action !== 'none') expect(final.deployment).toEqual({ action: 'none' });
-        const again = plan({ ...next, now: LATER });
+        const again = settle({ ...next, now: LATER });
         expect(again.deployment).toEqual({ action: 'none' });
         expect(again.statusChanged).toBe(false);
         expect(again.events).toEqual([]);

@@ -1,13 +1,10 @@
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  TEMPLATE_HASH as TEMPLATE_HASH_KEY,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import {
   ROUTER_CONTAINER,
   renderDeployment,
   type RenderInput,
 } from '../../functions/reconcile/plan/render-deployment.js';
-import { DeploymentSchema, type Container, type Deployment } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, type Container, type Deployment } from '../../api/schemas.js';
 import {
   CONTROLLER,
   GW,

@@ -8,7 +8,8 @@
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
 import { selectorMatches } from './label-selector.js';
-import { NETWORKS_ANNOTATION, desiredNetworks } from './nad-networks.js';
+import { desiredNetworks } from './nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 import type {
   Container,
   ContainerArgs,
@@ -20,13 +21,12 @@ import type {
   PodAffinityTerm,
   PodSpec,
   PodTemplateSpec,
-} from './schemas.js';
+} from '../../../api/schemas.js';
 
 // The container that needs its own Pod identity (it patches its Pod's status).
 // Meridio-2's LB template names it "router".
 export const ROUTER_CONTAINER = 'router';
 export const GATEWAY_NAME_ENV = 'MERIDIO_GATEWAY_NAME';
-export { DEPLOYMENT_PREFIX, deploymentName } from './names.js';
 import { deploymentName, gatewayNameLabel } from './names.js';
 // The ApiServerSource selects LB Deployments by the managed-by label (events/types.ts).
 import {
@@ -39,14 +39,10 @@ import {
   MANAGED_BY_VALUE as MANAGED_BY,
   READINESS_GATE_IPV4,
   READINESS_GATE_IPV6,
-} from '../../api-names.js';
+} from '../../../api/names.js';
 
-export { GATEWAY_API_VERSION, GATEWAY_KIND, LABEL_APP, LABEL_GATEWAY_NAME, LABEL_MANAGED_BY, MANAGED_BY, READINESS_GATE_IPV4, READINESS_GATE_IPV6 };
 
-export interface Settings {
-  controllerName: string;
-  lbServiceAccount: string;
-}
+import type { Settings } from './plan-types.js';
 
 export interface RenderInput {
   template: Deployment;
