@@ -8,7 +8,8 @@
 // A cold measurement needs an empty cache: point XDG_CACHE_HOME at a fresh
 // directory (the Go binaries are not needed).
 //
-// Usage: node tools/image/measure.mts [--runs N]
+// Usage: node tools/image/measure.mts [--runs N] [--image <ref>]   (--image: no
+// builds, the cold start and sizes of that image in the project's store)
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +20,7 @@ import { freePort } from '../controlplane/free-port.ts';
 import { logger, runAsScript } from '../go-build.mts';
 import { SHIPPED_NODE_ARGS, SHIPPED_NODE_OPTIONS } from '../bundle/shipped.mts';
 import { ensureNodeBase } from './base.mts';
-import { buildControllerImage } from './build.mts';
+import { buildControllerImage, type BuiltImage } from './build.mts';
 import { compressedSize, imageSize, inspectImage, removeImage } from './buildah.mts';
 import { startContainer } from './container.mts';
 import { repoRoot } from './repo-root.mts';
@@ -81,19 +82,23 @@ async function processColdStart(root: string): Promise<number> {
 }
 
 async function main(): Promise<unknown> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' }, print: { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' }, image: { type: 'string' }, print: { type: 'boolean' } } });
   const runs = Number(values.runs);
   const root = repoRoot(import.meta.url);
   let t = performance.now();
   const base = await ensureNodeBase(log);
   const baseSeconds = (performance.now() - t) / 1000;
-  t = performance.now();
-  const first = await buildControllerImage({ log });
-  const firstSeconds = (performance.now() - t) / 1000;
-  t = performance.now();
-  const again = await buildControllerImage({ log });
-  const againSeconds = (performance.now() - t) / 1000;
-  const facts = await inspectImage(again.ref, log);
+  // --image <ref>: the cold start and sizes of an image already built, no builds.
+  const builds: BuiltImage[] = [];
+  const timed = async (): Promise<number> => {
+    t = performance.now();
+    builds.push(await buildControllerImage({ log }));
+    return (performance.now() - t) / 1000;
+  };
+  const firstSeconds = values.image ? undefined : await timed();
+  const againSeconds = values.image ? undefined : await timed();
+  const measured = values.image ?? (builds[1] as BuiltImage).ref;
+  const facts = await inspectImage(measured, log);
   const baseFacts = await inspectImage(base.ref, log);
   const templates = mkdtempSync(join(tmpdir(), 'meridio2-tpl-'));
   chmodSync(templates, 0o755);
@@ -103,18 +108,18 @@ async function main(): Promise<unknown> {
   const withProcess = existsSync(join(root, SHIPPED_NODE_ARGS[1] as string));
   if (!withProcess) log('no dist/function.blob (npm run build:bundle): measuring the container only');
   for (let i = 0; i < runs; i++) {
-    container.push(await containerColdStart(again.ref, templates));
+    container.push(await containerColdStart(measured, templates));
     if (withProcess) plain.push(await processColdStart(root));
   }
   const oci = mkdtempSync(join(tmpdir(), 'meridio2-oci-'));
   const result = {
     base: { ref: base.ref, size: await imageSize(base.ref, log), layers: baseFacts.layers, seconds: Math.round(baseSeconds) },
-    image: { size: await imageSize(again.ref, log), compressedBytes: await compressedSize(again.ref, oci, log), layers: facts.layers },
-    build: { firstSeconds: Math.round(firstSeconds), againSeconds: Math.round(againSeconds) },
+    image: { size: await imageSize(measured, log), compressedBytes: await compressedSize(measured, oci, log), layers: facts.layers },
+    build: firstSeconds === undefined || againSeconds === undefined ? undefined : { firstSeconds: Math.round(firstSeconds), againSeconds: Math.round(againSeconds) },
     coldStartMs: { container: stats(container), process: withProcess ? stats(plain) : undefined },
   };
-  rmSync(oci, { recursive: true, force: true });
-  for (const b of [first, again]) await removeImage(b.ref, log);
+  for (const dir of [oci, templates]) rmSync(dir, { recursive: true, force: true });
+  for (const b of builds) await removeImage(b.ref, log);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   return result;
 }
