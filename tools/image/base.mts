@@ -19,14 +19,15 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { cacheRoot, logger, runAsScript, withLock, type Log } from '../go-build.mts';
 import { buildah, imageExists, runCommand, RUNTIME_ARGS } from './buildah.mts';
 import { BASE_TOOLS, IMAGE_TOOLS, ensureHostTools } from './host-tools.mts';
 import { repoRoot } from './repo-root.mts';
 
-const here = dirname(fileURLToPath(import.meta.url));
+// The source directory (also when this module runs compiled, from dist/): the
+// Containerfile and entrypoint live there, and the recipe hash reads this file's source.
+const here = join(repoRoot(import.meta.url), 'tools', 'image');
 const log = logger('image');
 
 /** The Debian release of node:24-slim's default variant. */
@@ -115,7 +116,7 @@ export function baseRecipe(): BaseRecipe {
   // Any change to how the image is assembled (this file included) gives it a new tag.
   const hash = createHash('sha256')
     .update(JSON.stringify({ version, npm, corepack, yarn: YARN_VERSION, suite: DEBIAN_SUITE, mm: mmdebstrapArgs(), MIRRORS, openssl: OPENSSL_ARCH[process.arch] }))
-    .update(readFileSync(fileURLToPath(import.meta.url)))
+    .update(readFileSync(join(here, 'base.mts')))
     .update(readFileSync(join(here, 'node-base.Containerfile')))
     .update(readFileSync(join(here, 'docker-entrypoint.sh')))
     .digest('hex')
