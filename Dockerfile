@@ -21,6 +21,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY api ./api
 COPY events ./events
 COPY functions ./functions
 COPY tools/bundle ./tools/bundle
