@@ -19,8 +19,10 @@ import { repoRoot } from './repo-root.mts';
  * machine, and a test must run the image built from its own tree.
  */
 export function testImageRef(): string {
-  return `localhost/meridio-2-gateway-controller:test-${process.pid}-${randomBytes(3).toString('hex')}`;
+  return `${TEST_REPOSITORY}:test-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
+
+export const TEST_REPOSITORY = 'localhost/meridio-2-gateway-controller';
 
 /** The lines of buildah's output that show a build's progress: its steps and commits. */
 export const BUILD_PROGRESS = /^\[\d+\/\d+\] (STEP|COMMIT)|^(STEP|COMMIT) /;

@@ -138,3 +138,29 @@ export async function compressedSize(ref: string, dir: string, log: Log): Promis
 export async function removeImage(ref: string, log: Log): Promise<void> {
   await buildah(['rmi', ref], { log });
 }
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What runs of this project left behind when they were killed: working
+ * containers named `<prefix><pid>-…` and images tagged `<repository>:test-<pid>-…`
+ * whose process is gone. Those of live processes (other checkouts share the
+ * store) are left alone.
+ */
+export async function removeLeftovers(opts: { containerPrefix: string; testRepository: string; removeContainer: (name: string) => Promise<void>; log: Log }): Promise<void> {
+  const dead = (name: string, prefix: string): boolean => {
+    const m = name.startsWith(prefix) ? name.slice(prefix.length).match(/^(\d+)-/) : null;
+    return m?.[1] !== undefined && !alive(Number(m[1]));
+  };
+  const containers = (await buildah(['containers', '--format', '{{.ContainerName}}'], { log: opts.log })).stdout.split('\n').filter(Boolean);
+  for (const name of containers.filter((n) => dead(n, opts.containerPrefix))) await opts.removeContainer(name);
+  const images = (await buildah(['images', '--format', '{{.Name}}:{{.Tag}}'], { log: opts.log })).stdout.split('\n').filter(Boolean);
+  for (const ref of images.filter((r) => dead(r, `${opts.testRepository}:test-`))) await removeImage(ref, opts.log).catch(() => undefined);
+}

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Log } from '../go-build.mts';
-import { buildah, inspectImage, runCommand, runcRoot } from './buildah.mts';
+import { buildah, inspectImage, removeLeftovers, runCommand, runcRoot } from './buildah.mts';
+import { TEST_REPOSITORY } from './build.mts';
 import { RUNC } from './host-tools.mts';
 
 export interface ReadOnlyMount {
@@ -104,6 +105,15 @@ export function runtimeConfig(opts: { rootfs: string; args: string[]; env: strin
   };
 }
 
+/** Names of the containers this project starts: `meridio-2-<pid>-<random>`. */
+const CONTAINER_PREFIX = 'meridio-2-';
+
+/** Its runtime state (when runc still has it) and its working container. */
+async function removeContainer(id: string, log: Log): Promise<void> {
+  await runCommand(RUNC, ['--root', runcRoot(), 'delete', '--force', id], { log }).catch(() => undefined);
+  await buildah(['rm', id], { log });
+}
+
 const StateSchema = z.object({ pid: z.number().int().positive(), status: z.string() });
 
 /**
@@ -114,15 +124,15 @@ const StateSchema = z.object({ pid: z.number().int().positive(), status: z.strin
 export async function startContainer(spec: ContainerSpec, log: Log): Promise<RunningContainer> {
   const facts = await inspectImage(spec.image, log);
   const { uid, gid } = numericUser(facts.config.User);
-  const id = `meridio-2-${randomBytes(4).toString('hex')}`;
+  await removeLeftovers({ containerPrefix: CONTAINER_PREFIX, testRepository: TEST_REPOSITORY, removeContainer: (name) => removeContainer(name, log), log });
+  const id = `${CONTAINER_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`;
   await buildah(['from', '--pull=false', '--name', id, spec.image], { log });
   const bundle = mkdtempSync(join(tmpdir(), 'meridio2-bundle-'));
   let removed = false;
   const remove = async (): Promise<void> => {
     if (removed) return;
     removed = true;
-    await runCommand(RUNC, ['--root', runcRoot(), 'delete', '--force', id], { log }).catch(() => undefined);
-    await buildah(['rm', id], { log });
+    await removeContainer(id, log);
     rmSync(bundle, { recursive: true, force: true });
   };
   try {
