@@ -39,7 +39,7 @@ export function buildHome(): string {
   const extraCa = process.env.NODE_EXTRA_CA_CERTS;
   if (extraCa) {
     copyFileSync(extraCa, join(home, 'extra-ca.crt'));
-    writeFileSync(join(home, '.npmrc'), 'cafile=/root/extra-ca.crt\n');
+    writeFileSync(join(home, '.npmrc'), 'cafile=${HOME}/extra-ca.crt\n');
   } else {
     writeFileSync(join(home, '.npmrc'), '');
   }
