@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { cacheRoot, type Log } from '../go-build.mts';
+import { cacheRoot, processAlive, type Log } from '../go-build.mts';
 import { RUNC } from './host-tools.mts';
 
 /** The image store: layers and images, kept between runs. */
@@ -139,15 +139,6 @@ export async function removeImage(ref: string, log: Log): Promise<void> {
   await buildah(['rmi', ref], { log });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * What runs of this project left behind when they were killed: working
  * containers named `<prefix><pid>-…` and images tagged `<repository>:test-<pid>-…`
@@ -157,7 +148,7 @@ function alive(pid: number): boolean {
 export async function removeLeftovers(opts: { containerPrefix: string; testRepository: string; removeContainer: (name: string) => Promise<void>; log: Log }): Promise<void> {
   const dead = (name: string, prefix: string): boolean => {
     const m = name.startsWith(prefix) ? name.slice(prefix.length).match(/^(\d+)-/) : null;
-    return m?.[1] !== undefined && !alive(Number(m[1]));
+    return m?.[1] !== undefined && !processAlive(Number(m[1]));
   };
   const containers = (await buildah(['containers', '--format', '{{.ContainerName}}'], { log: opts.log })).stdout.split('\n').filter(Boolean);
   for (const name of containers.filter((n) => dead(n, opts.containerPrefix))) await opts.removeContainer(name);
