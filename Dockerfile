@@ -21,13 +21,17 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY api ./api
 COPY events ./events
 COPY functions ./functions
 COPY tools/bundle ./tools/bundle
 # The default LB template is parsed into the snapshot (used when the file at
 # TEMPLATE_PATH holds the same text; any other template is parsed at start).
 COPY infra/templates ./infra/templates
-RUN npm run build:bundle
+# `node`, not `npm run build:bundle`: npm run would put the `node` devDependency
+# (the version package-lock.json pins) first on PATH, and the snapshot starts
+# only with the Node that built it, which must be this image's.
+RUN node tools/bundle/build.mts
 
 # --- runtime: the snapshot and the LB template.
 FROM ${NODE_IMAGE} AS runtime

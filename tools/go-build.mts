@@ -218,6 +218,16 @@ export function collectManifests(opts: { name: string; module: string; version: 
   return dir;
 }
 
+/** Whether a process of that pid exists (signal 0 checks without sending). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A cross-process lock (a directory holding the owner's pid), so two
  * concurrent runs never build the same binary twice. A lock whose owner died
@@ -239,15 +249,7 @@ export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>):
       } catch {
         // being created
       }
-      const alive = holder > 0 && (() => {
-        try {
-          process.kill(holder, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      })();
-      if (holder > 0 && !alive) {
+      if (holder > 0 && !processAlive(holder)) {
         rmSync(lock, { recursive: true, force: true });
         continue;
       }
