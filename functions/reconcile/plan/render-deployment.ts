@@ -5,6 +5,7 @@
 // replicas and resources that are not enforced, the selector (immutable), and
 // a NAD annotation that already says the same thing. Everything else is a
 // pure function of the inputs, so rendering twice gives the same object.
+import { cloneJson } from './clone-json.js';
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
 import { selectorMatches } from './label-selector.js';
@@ -112,19 +113,17 @@ export function renderDeployment(input: RenderInput): Rendered {
 
   // Template spec fields other than these three (strategy, minReadySeconds,
   // ...) are rendered as the template has them.
-  const templateSpec: Record<string, unknown> = structuredClone(template.spec);
-  delete templateSpec.replicas;
-  delete templateSpec.selector;
-  delete templateSpec.template;
+  const { replicas: _replicas, selector: _selector, template: _template, ...templateRest } = template.spec;
+  const templateSpec: Record<string, unknown> = cloneJson(templateRest);
   const { horizontalScaling } = configuration.spec;
   const replicas = live !== null && !horizontalScaling.enforceReplicas ? live.spec.replicas : horizontalScaling.replicas;
   const liveSelector = live?.spec.selector;
   const selector =
     liveSelector !== undefined && selectorMatches(liveSelector, podLabels)
-      ? structuredClone(liveSelector)
+      ? cloneJson(liveSelector)
       : { matchLabels: { [LABEL_APP]: name } };
 
-  const podMetadata: NonNullable<PodTemplateSpec['metadata']> = { ...structuredClone(podMeta), labels: podLabels };
+  const podMetadata: NonNullable<PodTemplateSpec['metadata']> = { ...cloneJson(podMeta), labels: podLabels };
   if (Object.keys(podAnnotations).length > 0) podMetadata.annotations = podAnnotations;
   else delete podMetadata.annotations;
 
@@ -154,7 +153,7 @@ export function renderDeployment(input: RenderInput): Rendered {
 
 function renderPodSpec(input: RenderInput, name: string): PodSpec {
   const { template, gateway, configuration, settings, live } = input;
-  const spec = structuredClone(template.spec.template.spec);
+  const spec = cloneJson(template.spec.template.spec);
   spec.serviceAccountName = settings.lbServiceAccount;
   delete spec.serviceAccount;
   const antiAffinity = spec.affinity?.podAntiAffinity;
@@ -239,15 +238,15 @@ function withResources(container: Container, args: ContainerArgs | undefined, li
     const requests = args.resources?.requests;
     const limits = args.resources?.limits;
     out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
-    out.resizePolicy = structuredClone(args.resizePolicy ?? []);
+    out.resizePolicy = cloneJson(args.resizePolicy ?? []);
     return out;
   }
   if (live !== undefined) {
     const out: Container = { ...container };
     delete out.resources;
     delete out.resizePolicy;
-    if (live.resources !== undefined) out.resources = structuredClone(live.resources);
-    if (live.resizePolicy !== undefined) out.resizePolicy = structuredClone(live.resizePolicy);
+    if (live.resources !== undefined) out.resources = cloneJson(live.resources);
+    if (live.resizePolicy !== undefined) out.resizePolicy = cloneJson(live.resizePolicy);
     return out;
   }
   return container;
