@@ -10,6 +10,7 @@ export const PURE_FILES = [
   'functions/gatewayclass/supported.ts',
   'functions/dispatch/gateway-keys.ts',
   'functions/dispatch/class-defaults.ts',
+  'functions/dispatch/resync-plan.ts',
   'functions/kube/retry-policy.ts',
   'functions/api-names.ts',
 ];
@@ -40,7 +41,7 @@ export default tseslint.config(
           ],
           patterns: [
             {
-              group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/kube/deadline*', '**/observe*', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/dispatch/dispatch*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
+              group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/kube/deadline*', '**/observe*', '!**/observe-hint*', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/dispatch/dispatch*', '**/dispatch/resync.js', '**/resync-inputs*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
               message: `the imperative shell ${io}`,
             },
           ],

@@ -1,6 +1,7 @@
 import type { GatewayKey, Incoming } from '../events/incoming.js';
-import { targetsForApiEvent, targetsForResync, type DispatchScope, type Target } from './dispatch/dispatch.js';
+import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
+import { resyncPass } from './dispatch/resync.js';
 import { classifyError } from './kube/classify-error.js';
 import { afterDeadLetter, answerFor } from './kube/retry-policy.js';
 import { withDeadline } from './kube/deadline.js';
@@ -8,7 +9,7 @@ import type { KubeApi } from './kube/kube-api.js';
 import { keyedQueue, type KeyedQueue } from './keyed-queue.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
 import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
-import { reconcileClassesFor } from './gatewayclass/triggers.js';
+import { reconcileClasses, reconcileClassesFor } from './gatewayclass/triggers.js';
 
 // Routes one parsed event to dispatch, reconcile or the dead-letter record,
 // and turns what happened into the HTTP status Knative acts on: 2xx done,
@@ -38,6 +39,9 @@ export interface Handled {
   gateways?: number;
   /** GatewayClasses reconciled, as name:outcome. */
   classes?: string;
+  /** A resync: the Gateways it planned, and the API requests it made to find those that drifted. */
+  planned?: number;
+  requests?: number;
   detail?: string;
 }
 
@@ -122,12 +126,14 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       return { ...fromReconcile(incoming.key, r), status: answerFor(afterDeadLetter(r.error, r.outcome === 'error')), outcome: `dead-letter:${r.outcome}` };
     }
     case 'ping': {
-      const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await targetsForResync(deps.api, deps.scope), deps, event));
+      // Only what drifted is reconciled (dispatch/resync.ts).
+      const pass = await resyncPass(deps.api, deps.scope, deps.reconcile);
+      const classes = await reconcileClasses(pass.classes, deps);
+      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, event)), planned: pass.gateways, requests: pass.requests };
     }
     case 'apiserver': {
       const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming), deps, event));
+      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming, deps.reconcile), deps, event));
     }
   }
 }

@@ -23,6 +23,9 @@ export interface EventLogLine {
   subject?: string;
   gateway?: string;
   gateways?: number;
+  /** A resync: Gateways planned, and the API requests the pass made. */
+  planned?: number;
+  requests?: number;
   outcome?: string;
   status?: number;
   detail?: string;
@@ -171,7 +174,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
         event = toCloudEvent(req, body);
         const incoming = parseIncoming(event, path === PATHS.deadLetter);
         const handled = await opts.handle(incoming, { type: event.type, id: event.id });
-        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, outcome: handled.outcome, status: handled.status, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: handled.status, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
         reply(res, handled.status);
       } catch (err) {
         const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;

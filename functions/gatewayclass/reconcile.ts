@@ -6,9 +6,8 @@ import { classifyError } from '../kube/classify-error.js';
 import { afterClassFailure, type InvocationResult } from '../kube/retry-policy.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
 import type { Deployment } from '../reconcile/plan/schemas.js';
-import { planClass, type ClassObserved, type ClassOutcome } from './plan.js';
+import { classConfigurationRef, planClass, type ClassObserved, type ClassOutcome } from './plan.js';
 import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 
 export interface ClassReconcileDeps {
@@ -29,10 +28,9 @@ export async function observeClass(name: string, deps: ClassReconcileDeps): Prom
   if (gatewayClass === null || gatewayClass.spec.controllerName !== deps.controllerName) {
     return { ...base, gatewayClass, configuration: null, bundleVersion: undefined };
   }
-  const ref = gatewayClass.spec.parametersRef;
-  const readable = ref !== undefined && ref.group === MERIDIO_GROUP && ref.kind === GATEWAY_CONFIGURATION_KIND && ref.namespace !== undefined && ref.namespace !== '';
+  const ref = classConfigurationRef(gatewayClass);
   const [configuration, crd] = await Promise.all([
-    readable ? deps.api.getGatewayConfiguration(ref.namespace as string, ref.name) : Promise.resolve(null),
+    ref ? deps.api.getGatewayConfiguration(ref.namespace, ref.name) : Promise.resolve(null),
     deps.api.getCrdMetadata(GATEWAY_CLASS_CRD),
   ]);
   return { ...base, gatewayClass, configuration, bundleVersion: crd?.annotations?.[BUNDLE_VERSION_ANNOTATION] };
