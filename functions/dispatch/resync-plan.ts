@@ -7,7 +7,7 @@
 // is the one to follow it.
 import { classConfigurationRef, planClass } from '../gatewayclass/plan.js';
 import { readPlanOf } from '../reconcile/plan/observe-hint.js';
-import { plan } from '../reconcile/plan/plan.js';
+import { plan, type Observed, type Plan } from '../reconcile/plan/plan.js';
 import type { Settings } from '../reconcile/plan/render-deployment.js';
 import { gatewayKeyText, parentGatewayKey, routeScope } from '../reconcile/plan/route-attachment.js';
 import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../reconcile/plan/schemas.js';
@@ -64,14 +64,13 @@ export function configurationOf(gateway: Gateway, classes: ReadonlyMap<string, G
 }
 
 /**
- * True when a reconcile of this Gateway, reading these objects, would write
- * anything: the Deployment (create or update), the status, or an Event.
- * `deployment` is sllbr-<gateway> as listed, null when absent.
+ * What observe would read for this Gateway, taken from the lists.
+ * `deployment` is sllbr-<gateway> as listed (or read by name), null when absent.
  */
-export function gatewayDrifts(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): boolean {
+export function observedFromLists(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): Observed {
   const key = { namespace: gateway.metadata.namespace ?? '', name: gateway.metadata.name };
   const configuration = configurationOf(gateway, inputs.classes);
-  const p = plan({
+  return {
     key,
     gateway,
     gatewayClass: inputs.classes.get(gateway.spec.gatewayClassName) ?? null,
@@ -83,8 +82,17 @@ export function gatewayDrifts(gateway: Gateway, deployment: Deployment | null, i
     template: context.template,
     settings: context.settings,
     now: context.now,
-  });
+  };
+}
+
+/** The plan would write something: the Deployment (create or update), the status, or an Event. */
+export function planWrites(p: Plan): boolean {
   return p.deployment.action !== 'none' || p.statusChanged || p.events.length > 0;
+}
+
+/** True when a reconcile of this Gateway, reading these objects, would write anything. */
+export function gatewayDrifts(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): boolean {
+  return planWrites(plan(observedFromLists(gateway, deployment, inputs, context)));
 }
 
 /** True when the GatewayClass reconcile would write this class's status (gatewayclass/plan.ts). */
