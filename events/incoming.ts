@@ -1,21 +1,13 @@
 import type { CloudEventV1 } from 'cloudevents';
 import { z } from 'zod';
-import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_TYPE, WATCHED_KINDS, type WatchedKind } from './types.js';
-import { GATEWAY_GROUP, MERIDIO_GROUP } from '../functions/api-names.js';
-import { ObserveHintSchema, type ObserveHint } from '../functions/reconcile/plan/observe-hint.js';
+import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_TYPE } from './types.js';
+import { NamespaceName, ObjectName, type GatewayKey } from '../api/gateway-key.js';
+import { watchedKind, type WatchedKind } from '../api/watched-resources.js';
+import { ObserveHintSchema, type ObserveHint } from './observe-hint.js';
 
 // Every CloudEvent the function accepts, parsed into one tagged union. Event
 // content is a hint, never the truth (the reconcile reads current state), so
 // the schemas demand only what routing needs and pass the rest through.
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-export const ObjectName = z.string().min(1).max(253).regex(DNS_SUBDOMAIN, 'must be a DNS subdomain (lower case, digits, "-" and ".")');
-export const NamespaceName = z.string().min(1).max(63).regex(DNS_LABEL, 'must be a DNS label (lower case, digits and "-")');
-
-export const GatewayKey = z.strictObject({ namespace: NamespaceName, name: ObjectName });
-export type GatewayKey = z.infer<typeof GatewayKey>;
 
 const OwnerRef = z.looseObject({ apiVersion: z.string(), kind: z.string(), name: z.string(), uid: z.string().optional(), controller: z.boolean().optional() });
 
@@ -82,21 +74,6 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
   const r = schema.safeParse(value);
   if (!r.success) throw new BadEvent(`${what}: ${issues(r.error)}`);
   return r.data;
-}
-
-/** The API group each watched kind must come from: another project's "Gateway" is not ours. */
-const KIND_GROUPS: Record<WatchedKind, string> = {
-  Gateway: GATEWAY_GROUP,
-  GatewayClass: GATEWAY_GROUP,
-  GatewayConfiguration: MERIDIO_GROUP,
-  L34Route: MERIDIO_GROUP,
-  Deployment: 'apps',
-};
-
-function watchedKind(apiVersion: string, kind: string): WatchedKind | undefined {
-  if (!(WATCHED_KINDS as readonly string[]).includes(kind)) return undefined;
-  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
-  return KIND_GROUPS[kind as WatchedKind] === group ? (kind as WatchedKind) : undefined;
 }
 
 const RESOURCE_ACTIONS = new Map<string, Action>(Object.entries(API_SOURCE_RESOURCE_TYPES).map(([a, t]) => [t, a as Action]));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
-import type { GatewayKey, ReconcileData } from './incoming.js';
+import type { ReconcileData } from './incoming.js';
+import type { GatewayKey } from '../api/gateway-key.js';
 import { API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from './types.js';
 
 // Constructors for the events the controller emits (reconcile requests) and,

@@ -36,12 +36,7 @@ export const EMITTED_TYPES: readonly string[] = [RECONCILE_TYPE];
 /** Extensions Knative adds to an event it dead-letters. */
 export const DEAD_LETTER_EXTENSIONS = ['knativeerrorcode', 'knativeerrordest', 'knativeerrordata'] as const;
 
-/** Kinds the ApiServerSource watches for this controller. */
-export const WATCHED_KINDS = ['Gateway', 'GatewayClass', 'GatewayConfiguration', 'L34Route', 'Deployment'] as const;
-export type WatchedKind = (typeof WATCHED_KINDS)[number];
 
-/** Label selecting the LB Deployments the ApiServerSource watches. */
-export { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../functions/api-names.js';
 
 /** HTTP paths of the function. */
 export const PATHS = { events: '/', deadLetter: '/dead-letter', live: '/healthz', ready: '/readyz' } as const;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { DEFAULT_CONTROLLER_NAME } from './api-names.js';
+import { DEFAULT_CONTROLLER_NAME } from '../api/names.js';
 
 // Configuration comes from the environment only (Knative sets it on the
 // Service), parsed once at start: a bad value stops the process with a message

@@ -1,4 +1,5 @@
-import type { GatewayKey, Incoming } from '../events/incoming.js';
+import type { Incoming } from '../events/incoming.js';
+import type { GatewayKey } from '../api/gateway-key.js';
 import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
 import { resyncPass } from './dispatch/resync.js';

@@ -1,6 +1,6 @@
-import type { GatewayKey } from '../../events/incoming.js';
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
-import type { Gateway, GatewayClass } from '../reconcile/plan/schemas.js';
+import type { GatewayKey } from '../../api/gateway-key.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../api/names.js';
+import type { Gateway, GatewayClass } from '../../api/schemas.js';
 import { keyOf } from './gateway-keys.js';
 
 // A GatewayClass's spec.parametersRef is the default GatewayConfiguration of

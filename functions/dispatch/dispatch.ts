@@ -1,7 +1,9 @@
-import type { GatewayKey, Incoming } from '../../events/incoming.js';
+import type { Incoming } from '../../events/incoming.js';
+import type { GatewayKey } from '../../api/gateway-key.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import { hintOf, type ObserveHint } from '../reconcile/plan/observe-hint.js';
-import { GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../reconcile/plan/schemas.js';
+import { hintOf } from '../reconcile/plan/gateway-reads.js';
+import { type ObserveHint } from '../../events/observe-hint.js';
+import { GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../../api/schemas.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import { driftedTargets, type PlanningDeps } from './resync.js';
 import {

@@ -1,5 +1,6 @@
 import { HTTP } from 'cloudevents';
-import type { GatewayKey, ReconcileData } from '../../events/incoming.js';
+import type { ReconcileData } from '../../events/incoming.js';
+import type { GatewayKey } from '../../api/gateway-key.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { sinkRefusalRetriable } from '../kube/retry-policy.js';
 import type { Target } from './dispatch.js';

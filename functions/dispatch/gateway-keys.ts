@@ -1,14 +1,14 @@
-import type { GatewayKey, WatchedObject } from '../../events/incoming.js';
+import type { WatchedObject } from '../../events/incoming.js';
+import type { GatewayKey } from '../../api/gateway-key.js';
 import { formatIp, parseIp } from '../reconcile/plan/cidr.js';
 import { deploymentName } from '../reconcile/plan/names.js';
 import { routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Gateway } from '../reconcile/plan/schemas.js';
+import type { Gateway } from '../../api/schemas.js';
 
 // Pure mapping rules: which Gateways an observed object affects. The I/O
 // wrapper (dispatch.ts) fetches the lists these functions filter.
 
-export { GATEWAY_GROUP } from '../api-names.js';
-import { GATEWAY_CONFIGURATION_KIND, GATEWAY_GROUP, GATEWAY_KIND, MERIDIO_GROUP } from '../api-names.js';
+import { GATEWAY_CONFIGURATION_KIND, GATEWAY_GROUP, GATEWAY_KIND, MERIDIO_GROUP } from '../../api/names.js';
 
 export function keyOf(gw: Gateway): GatewayKey {
   return { namespace: gw.metadata.namespace ?? '', name: gw.metadata.name };

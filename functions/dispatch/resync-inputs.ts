@@ -3,12 +3,12 @@
 // cache. Everything but the LB Deployments is kept for the pass; the
 // Deployments are handed over a page at a time, so that a pass holds one
 // page of them, not all.
-import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../api-names.js';
+import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
 import { classConfigurationRef } from '../gatewayclass/plan.js';
 import type { KubeApi, Listed, ListedResource } from '../kube/kube-api.js';
 import { forEachPage } from '../kube/list-pages.js';
 import { routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route } from '../reconcile/plan/schemas.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route } from '../../api/schemas.js';
 import { byKey, byName, configurationOf, indexRoutes, objectKey, type ListedInputs } from './resync-plan.js';
 
 /** The namespaces to list in, one list each; undefined: one list over every namespace. */

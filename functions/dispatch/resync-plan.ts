@@ -6,11 +6,12 @@
 // Gateway, and hands it to plan(). When the planner's input changes, this file
 // is the one to follow it.
 import { classConfigurationRef, planClass } from '../gatewayclass/plan.js';
-import { readPlanOf } from '../reconcile/plan/observe-hint.js';
-import { plan, type Observed, type Plan } from '../reconcile/plan/plan.js';
+import { readsOf } from '../reconcile/plan/gateway-reads.js';
+import { plan } from '../reconcile/plan/plan.js';
+import type { Observed, Plan } from '../reconcile/plan/plan-types.js';
 import type { Settings } from '../reconcile/plan/render-deployment.js';
 import { gatewayKeyText, parentGatewayKey, routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../reconcile/plan/schemas.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../api/schemas.js';
 
 /** What every plan of a pass shares besides the objects. */
 export interface PlanningContext {
@@ -60,7 +61,7 @@ export function indexRoutes(index: Map<string, L34Route[]>, routes: Iterable<L34
 
 /** The GatewayConfiguration the Gateway's plan reads, as observe finds it: its own reference, or its class's default. */
 export function configurationOf(gateway: Gateway, classes: ReadonlyMap<string, GatewayClass>): { namespace: string; name: string } | null {
-  return readPlanOf(gateway, classes.get(gateway.spec.gatewayClassName) ?? null)?.configuration ?? null;
+  return readsOf(gateway, classes.get(gateway.spec.gatewayClassName) ?? null)?.configuration ?? null;
 }
 
 /**

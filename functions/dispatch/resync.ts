@@ -8,9 +8,9 @@ import { GATEWAY_CLASS_CRD, BUNDLE_VERSION_ANNOTATION } from '../gatewayclass/su
 import type { KubeApi } from '../kube/kube-api.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import { deploymentName } from '../reconcile/plan/names.js';
-import { hintOf } from '../reconcile/plan/observe-hint.js';
+import { hintOf } from '../reconcile/plan/gateway-reads.js';
 import type { Settings } from '../reconcile/plan/render-deployment.js';
-import type { Deployment, Gateway, GatewayClass } from '../reconcile/plan/schemas.js';
+import type { Deployment, Gateway, GatewayClass } from '../../api/schemas.js';
 import type { Template } from '../reconcile/template.js';
 import type { DispatchScope, Target } from './dispatch.js';
 import { keyOf, uniqueKeys } from './gateway-keys.js';

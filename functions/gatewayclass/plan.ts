@@ -8,8 +8,8 @@ import {
   type ConditionSpec,
   type ConditionStatus,
 } from '../reconcile/plan/conditions.js';
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../api-names.js';
-import type { Condition, Deployment, GatewayClass, GatewayConfiguration } from '../reconcile/plan/schemas.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../api/names.js';
+import type { Condition, Deployment, GatewayClass, GatewayConfiguration } from '../../api/schemas.js';
 import { validateConfiguration } from '../reconcile/plan/validate-configuration.js';
 import { minorOf, SUPPORTED_FEATURES, SUPPORTED_GATEWAY_API, BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 

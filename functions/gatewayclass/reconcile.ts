@@ -6,7 +6,7 @@ import { classifyError } from '../kube/classify-error.js';
 import { afterClassFailure, type InvocationResult } from '../kube/retry-policy.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
-import type { Deployment } from '../reconcile/plan/schemas.js';
+import type { Deployment } from '../../api/schemas.js';
 import { classConfigurationRef, planClass, type ClassObserved, type ClassOutcome } from './plan.js';
 import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 

@@ -1,5 +1,5 @@
 // What a GatewayClass of ours advertises.
-import { GATEWAY_GROUP } from '../api-names.js';
+import { GATEWAY_GROUP } from '../../api/names.js';
 
 /**
  * The Gateway API release this controller is built and tested against: the

@@ -15,30 +15,25 @@ import {
   type GatewayConfiguration,
   type L34Route,
   type Namespace,
-} from '../reconcile/plan/schemas.js';
+} from '../../api/schemas.js';
 import { isNotFound } from './classify-error.js';
 import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { pooledConfiguration } from './pooled-client.js';
-import { GATEWAY_GROUP, MERIDIO_GROUP } from '../api-names.js';
+import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
 // server sent (no client-side model classes turning timestamps into Dates),
 // and it is parsed by the same zod schemas the planner is typed by.
 
-export interface Ref {
-  group: string;
-  version: string;
-  plural: string;
-}
+export type Ref = Resource;
 
-export const GATEWAYS: Ref = { group: GATEWAY_GROUP, version: 'v1', plural: 'gateways' };
-export const GATEWAY_CLASSES: Ref = { group: GATEWAY_GROUP, version: 'v1', plural: 'gatewayclasses' };
-export const GATEWAY_CONFIGURATIONS: Ref = { group: MERIDIO_GROUP, version: 'v1alpha1', plural: 'gatewayconfigurations' };
-export const L34ROUTES: Ref = { group: MERIDIO_GROUP, version: 'v1alpha1', plural: 'l34routes' };
-export const DEPLOYMENTS: Ref = { group: 'apps', version: 'v1', plural: 'deployments' };
-export const EVENTS: Ref = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
-export const CRDS: Ref = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
+const ref = ({ group, version, plural }: Resource): Ref => ({ group, version, plural });
+export const GATEWAYS = ref(WATCHED_RESOURCES.Gateway);
+export const GATEWAY_CLASSES = ref(WATCHED_RESOURCES.GatewayClass);
+export const GATEWAY_CONFIGURATIONS = ref(WATCHED_RESOURCES.GatewayConfiguration);
+export const L34ROUTES = ref(WATCHED_RESOURCES.L34Route);
+export const DEPLOYMENTS = ref(WATCHED_RESOURCES.Deployment);
 
 const CrdMetadataSchema = z.looseObject({ metadata: ObjectMetaSchema });
 

@@ -1,10 +1,11 @@
 import type { KubeApi } from '../kube/kube-api.js';
 import { deploymentName } from './plan/names.js';
-import { readPlanOf, type ObserveHint } from './plan/observe-hint.js';
+import { readsOf } from './plan/gateway-reads.js';
+import { type ObserveHint } from '../../events/observe-hint.js';
 import type { Observed } from './plan/plan-types.js';
 import type { Settings } from './plan/render-deployment.js';
 import { routeScope } from './plan/route-attachment.js';
-import type { GatewayClass, GatewayConfiguration } from './plan/schemas.js';
+import type { GatewayClass, GatewayConfiguration } from '../../api/schemas.js';
 import type { Template } from './template.js';
 
 /**
@@ -46,7 +47,7 @@ export async function observe(
   };
 
   // Known before the class only when the Gateway names its own configuration.
-  const early = readPlanOf(gateway, gatewayClass);
+  const early = readsOf(gateway, gatewayClass);
   const scope = routeScope(gateway);
   const [readClass, earlyConfiguration, routes, namespaces] = await Promise.all([
     gatewayClass === undefined ? api.getGatewayClass(gateway.spec.gatewayClassName) : gatewayClass,
@@ -56,6 +57,6 @@ export async function observe(
   ]);
   gatewayClass = readClass;
   // No reference of its own: the class's default, which only the class names.
-  const gatewayConfiguration = earlyConfiguration !== undefined ? earlyConfiguration : await configurationFor(readPlanOf(gateway, gatewayClass)?.configuration ?? null);
+  const gatewayConfiguration = earlyConfiguration !== undefined ? earlyConfiguration : await configurationFor(readsOf(gateway, gatewayClass)?.configuration ?? null);
   return { ...base, routes, namespaces, gateway, gatewayClass, gatewayConfiguration };
 }

@@ -3,12 +3,12 @@ import { afterDeploymentWriteFailure, afterGatewayFailure, MAX_CONFLICT_ATTEMPTS
 import { conditionTime } from './plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
-import type { ObserveHint } from './plan/observe-hint.js';
+import type { ObserveHint } from '../../events/observe-hint.js';
 import { plan } from './plan/plan.js';
 import type { Observed, Outcome, Plan, WriteFailure } from './plan/plan-types.js';
 import { recordEvent } from './record-event.js';
 import type { Settings } from './plan/render-deployment.js';
-import type { Deployment } from './plan/schemas.js';
+import type { Deployment } from '../../api/schemas.js';
 import type { Template } from './template.js';
 
 // The imperative shell around the pure planner: observe → plan → apply →

@@ -2,9 +2,9 @@ import { classifyError } from '../kube/classify-error.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { boundedName } from './plan/names.js';
 import type { PlannedEvent } from './plan/plan-types.js';
-import type { Gateway } from './plan/schemas.js';
+import type { Gateway } from '../../api/schemas.js';
 import { EVENT_NOTE_MAX_BYTES, truncateUtf8 } from './plan/truncate-bytes.js';
-import { GATEWAY_API_VERSION, GATEWAY_KIND } from '../api-names.js';
+import { GATEWAY_API_VERSION, GATEWAY_KIND } from '../../api/names.js';
 import { sha256Hex } from './plan/canonical-json.js';
 
 export interface EventContext {

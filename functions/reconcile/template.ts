@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { loadYaml } from '@kubernetes/client-node';
 import { digestOf } from './plan/canonical-json.js';
-import { DeploymentSchema, type Deployment } from './plan/schemas.js';
+import { DeploymentSchema, type Deployment } from '../../api/schemas.js';
 
 export interface Template {
   deployment: Deployment;

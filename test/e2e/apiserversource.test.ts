@@ -1,9 +1,10 @@
+import { WATCHED_RESOURCES } from '../../api/watched-resources.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { deniedByAuthorizer, readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { freezeDeployments } from '../support/policies.js';
 import { HTTP } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
+import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
 import { GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo, useNamespace } from '../support/cluster.js';
@@ -19,13 +20,12 @@ import { stableAddress, type StableAddress } from '../support/stable-address.js'
 // compiled function server → reconcile → the API server. K_SINK points the
 // function's fan-out back at itself, a valid Knative wiring without a Broker.
 
-const ADAPTER_RESOURCES = [
-  { group: 'gateway.networking.k8s.io', version: 'v1', resource: 'gateways' },
-  { group: 'gateway.networking.k8s.io', version: 'v1', resource: 'gatewayclasses' },
-  { group: 'meridio-2.nordix.org', version: 'v1alpha1', resource: 'gatewayconfigurations' },
-  { group: 'meridio-2.nordix.org', version: 'v1alpha1', resource: 'l34routes' },
-  { group: 'apps', version: 'v1', resource: 'deployments', selector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` },
-];
+const ADAPTER_RESOURCES = Object.values(WATCHED_RESOURCES).map(({ group, version, plural, kind }) => ({
+  group,
+  version,
+  resource: plural,
+  ...(kind === 'Deployment' ? { selector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` } : {}),
+}));
 
 async function post(url: string, event: ReturnType<typeof pingEvent>): Promise<number> {
   const m = HTTP.binary(event);

@@ -1,5 +1,5 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { READINESS_GATE_IPV4, READINESS_GATE_IPV6 } from '../../functions/api-names.js';
+import { READINESS_GATE_IPV4, READINESS_GATE_IPV6 } from '../../api/names.js';
 import { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, statusOf } from '../support/cluster.js';

@@ -3,7 +3,7 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { reconcileClass, type ClassReconcileDeps } from '../../functions/gatewayclass/reconcile.js';
 import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
-import { GatewayClassSchema, type GatewayClass } from '../../functions/reconcile/plan/schemas.js';
+import { GatewayClassSchema, type GatewayClass } from '../../api/schemas.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { configurationSpec, createClass, createConfiguration } from '../support/fixtures.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';

@@ -1,5 +1,5 @@
 import { NETWORKS_ANNOTATION, parseNetworksAnnotation } from '../../functions/reconcile/plan/nad-networks.js';
-import type { Condition } from '../../functions/reconcile/plan/schemas.js';
+import type { Condition } from '../../api/schemas.js';
 import { ABSENT, expected, fieldAt, type ParityCase } from './meridio2-cases.js';
 
 // The assertions of one parity row, shared by the planner run and the real

@@ -2,7 +2,7 @@ import { classesDefaultingTo, gatewaysDefaultedBy } from '../../functions/dispat
 import { currentState } from '../../functions/reconcile/plan/applied-annotations.js';
 import { effectiveParametersRef } from '../../functions/reconcile/plan/parameters-ref.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
-import { GatewayClassSchema, GatewayConfigurationSchema, type GatewayClass } from '../../functions/reconcile/plan/schemas.js';
+import { GatewayClassSchema, GatewayConfigurationSchema, type GatewayClass } from '../../api/schemas.js';
 import { validateParameters } from '../../functions/reconcile/plan/validate-configuration.js';
 import { CONTROLLER, gateway, gatewayConfiguration, NS, observed, templateDeployment } from './reconcile-fixtures.js';
 

@@ -1,18 +1,10 @@
 // The pure mapping rules of dispatch: which Gateways an observed object affects.
-import { WatchedObject, type GatewayKey } from '../../events/incoming.js';
-import {
-  GATEWAY_GROUP,
-  deploymentOwner,
-  gatewaysByDeploymentName,
-  gatewaysInReach,
-  gatewaysOfClass,
-  gatewaysUsingConfiguration,
-  keyOf,
-  routeGateways,
-  uniqueKeys,
-} from '../../functions/dispatch/gateway-keys.js';
+import { WatchedObject } from '../../events/incoming.js';
+import { type GatewayKey } from '../../api/gateway-key.js';
+import { deploymentOwner, gatewaysByDeploymentName, gatewaysInReach, gatewaysOfClass, gatewaysUsingConfiguration, keyOf, routeGateways, uniqueKeys } from '../../functions/dispatch/gateway-keys.js';
+import { GATEWAY_GROUP } from '../../api/names.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
-import type { Gateway } from '../../functions/reconcile/plan/schemas.js';
+import type { Gateway } from '../../api/schemas.js';
 
 const NS = 'team-a';
 const OTHER_NS = 'team-b';

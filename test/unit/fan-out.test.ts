@@ -4,7 +4,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HTTP, type CloudEventV1 } from 'cloudevents';
-import { parseIncoming, type GatewayKey } from '../../events/incoming.js';
+import { parseIncoming } from '../../events/incoming.js';
+import { type GatewayKey } from '../../api/gateway-key.js';
 import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
 import { fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { planClass, type ClassObserved } from '../../functions/gatewayclass/plan.js';
 import { minorOf, SUPPORTED_GATEWAY_API } from '../../functions/gatewayclass/supported.js';
-import { GatewayClassSchema, type GatewayClass } from '../../functions/reconcile/plan/schemas.js';
+import { GatewayClassSchema, type GatewayClass } from '../../api/schemas.js';
 import { CONTROLLER, gatewayConfiguration, LATER, NOW, templateDeployment } from './reconcile-fixtures.js';
 
 // The GatewayClass planner is pure: class, configuration and installed CRD

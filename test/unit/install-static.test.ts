@@ -2,15 +2,9 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import { loadYaml } from '@kubernetes/client-node';
 import { z } from 'zod';
-import {
-  API_SOURCE_REF_TYPES,
-  EMITTED_TYPES,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  PATHS,
-  RECEIVED_TYPES,
-  WATCHED_KINDS,
-} from '../../events/types.js';
+import { API_SOURCE_REF_TYPES, EMITTED_TYPES, PATHS, RECEIVED_TYPES } from '../../events/types.js';
+import { WATCHED_KINDS, WATCHED_RESOURCES, type WatchedKind } from '../../api/watched-resources.js';
+import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
 import { loadConfig } from '../../functions/config.js';
 import {
   APPLIED_CONFIGURATION_GENERATION,
@@ -19,7 +13,7 @@ import {
   APPLIED_GATEWAY_GENERATION,
   TEMPLATE_HASH,
 } from '../../functions/reconcile/plan/applied-annotations.js';
-import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../functions/reconcile/plan/conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
 
 // Static checks of the install, read straight from the files that
@@ -222,13 +216,7 @@ function rolesOf(serviceAccount: string): ManifestObject[] {
 }
 
 /** The resource names the API server serves for the watched kinds (checked against discovery by test/integration/install.test.ts). */
-const SERVED_RESOURCES: Record<(typeof WATCHED_KINDS)[number], string> = {
-  Gateway: 'gateways',
-  GatewayClass: 'gatewayclasses',
-  GatewayConfiguration: 'gatewayconfigurations',
-  L34Route: 'l34routes',
-  Deployment: 'deployments',
-};
+const servedName = (kind: string): string | undefined => (Object.hasOwn(WATCHED_RESOURCES, kind) ? WATCHED_RESOURCES[kind as WatchedKind].plural : undefined);
 
 function groupOf(apiVersion: string): string {
   return apiVersion.includes('/') ? (apiVersion.split('/')[0] as string) : '';
@@ -419,8 +407,8 @@ describe('ApiServerSource', () => {
     expect(ofKind('v1', 'ServiceAccount').map((s) => s.metadata.name)).toContain(spec.serviceAccountName);
     const granted = rolesOf(spec.serviceAccountName).flatMap((r) => grants(RoleSchema.parse(r).rules)).map(key);
     const expected = spec.resources.flatMap((r) => {
-      const served = SERVED_RESOURCES[r.kind as (typeof WATCHED_KINDS)[number]];
-      expect(served).toBeDefined();
+      const served = servedName(r.kind);
+      if (served === undefined) throw new Error(`the ApiServerSource watches ${r.kind}, which the function does not handle`);
       // The adapter watches the served name; Knative's permission check asks for the guessed one.
       return [served, guessKindToResource(r.kind)].flatMap((resource) =>
         ['get', 'list', 'watch'].map((verb) => key({ group: groupOf(r.apiVersion), resource, verb })),
@@ -491,7 +479,7 @@ describe('optional gateway-watch component (Gateway events despite Knative\'s pl
     const config = SourceConfigSchema.parse(JSON.parse(raw) as unknown);
     const gateway = source.resources.find((r) => r.kind === 'Gateway');
     const [group, version] = (gateway?.apiVersion ?? '').split('/');
-    expect(config.resources).toEqual([{ gvr: { Group: group, Version: version, Resource: SERVED_RESOURCES.Gateway } }]);
+    expect(config.resources).toEqual([{ gvr: { Group: group, Version: version, Resource: WATCHED_RESOURCES.Gateway.plural } }]);
     // The ApiServerSource's empty namespaceSelector means all namespaces.
     expect(source.namespaceSelector).toEqual({});
     expect(config.allNamespaces).toBe(true);

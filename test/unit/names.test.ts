@@ -1,7 +1,7 @@
 import { boundedName, deploymentName, gatewayNameLabel } from '../../functions/reconcile/plan/names.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
 import { renderedProblem } from '../../functions/reconcile/plan/rendered-checks.js';
-import { DeploymentSchema } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema } from '../../api/schemas.js';
 import { gateway, observed } from './reconcile-fixtures.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;

@@ -1,8 +1,9 @@
 // The Meridio-2 parity table through the pure planner (and a stand-in for the
 // server's defaulting); test/integration/parity.test.ts runs the same rows on
 // the real API server.
-import { plan, type Observed } from '../../functions/reconcile/plan/plan.js';
-import { GatewayConfigurationSchema } from '../../functions/reconcile/plan/schemas.js';
+import { plan } from '../../functions/reconcile/plan/plan.js';
+import { type Observed } from '../../functions/reconcile/plan/plan-types.js';
+import { GatewayConfigurationSchema } from '../../api/schemas.js';
 import { checkCase } from '../parity/check-case.js';
 import { BASE_CONFIGURATION, CASES, fieldAt, parentPath, templateFor, type ParityCase } from '../parity/meridio2-cases.js';
 import { GC, GC_UID, NS, gateway, observed, simulateServer } from './reconcile-fixtures.js';

@@ -47,3 +47,32 @@ describe('pure-core lint rule', () => {
     expect(results.flatMap((r) => r.messages.map((m) => `${r.filePath}: ${m.ruleId ?? ''} ${m.message}`))).toEqual([]);
   });
 });
+
+// The layers (docs/design.md §3): api/ imports nothing of ours, events/ only
+// api/. Each rule must be able to fail.
+describe('layering lint rule', () => {
+  const fromFunctions = "import { plan } from '../functions/reconcile/plan/plan.js';\nexport const x = plan;\n";
+  const fromEvents = "import { parseIncoming } from '../events/incoming.js';\nexport const x = parseIncoming;\n";
+  const fromApi = "import { GatewayKey } from '../api/gateway-key.js';\nexport const x = GatewayKey;\n";
+
+  it('reports events/ importing functions/, and allows api/', async () => {
+    expect((await problems(fromFunctions, 'events/probe.ts')).some((p) => /no-restricted-imports.*events\//.test(p))).toBe(true);
+    expect(await problems(fromApi, 'events/probe.ts')).toEqual([]);
+  });
+
+  it('reports api/ importing functions/ or events/', async () => {
+    for (const code of [fromFunctions, fromEvents]) {
+      expect((await problems(code, 'api/probe.ts')).some((p) => /no-restricted-imports.*leaf module/.test(p))).toBe(true);
+    }
+  });
+
+  it('keeps api/ pure like the planner', async () => {
+    expect((await problems('export const x = Date.now();\n', 'api/probe.ts')).some((p) => /no-restricted-properties/.test(p))).toBe(true);
+  });
+
+  it('holds for every file of api/ and events/', async () => {
+    const results = await eslint.lintFiles(['api/', 'events/']);
+    expect(results.length).toBeGreaterThanOrEqual(7);
+    expect(results.flatMap((r) => r.messages.map((m) => `${r.filePath}: ${m.ruleId ?? ''} ${m.message}`))).toEqual([]);
+  });
+});

@@ -1,6 +1,6 @@
 import { addressesEqual, gatewayAddresses } from '../../functions/reconcile/plan/addresses.js';
 import { routeAttaches } from '../../functions/reconcile/plan/route-attachment.js';
-import type { Gateway, L34Route } from '../../functions/reconcile/plan/schemas.js';
+import type { Gateway, L34Route } from '../../api/schemas.js';
 import { GW, NS, gateway, route } from './reconcile-fixtures.js';
 
 const NONE = new Map<string, Record<string, string>>();

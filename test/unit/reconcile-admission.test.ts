@@ -5,7 +5,7 @@
 import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
 import type { Observed } from '../../functions/reconcile/plan/plan-types.js';
-import { DeploymentSchema, type Deployment } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, type Deployment } from '../../api/schemas.js';
 import { LATER, gatewayConfiguration, observed, simulateServer, withStatus } from './reconcile-fixtures.js';
 
 type Admission = (d: Deployment) => Deployment;

@@ -10,7 +10,7 @@ import {
   sameConfiguration,
   sameState,
 } from '../../functions/reconcile/plan/applied-annotations.js';
-import { DeploymentSchema } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema } from '../../api/schemas.js';
 import { gateway, gatewayConfiguration, templateDeployment } from './reconcile-fixtures.js';
 
 const withAnnotations = (annotations: Record<string, string>) =>

@@ -3,7 +3,7 @@ import {
   upsertConditions,
   type ConditionSpec,
 } from '../../functions/reconcile/plan/conditions.js';
-import type { Condition } from '../../functions/reconcile/plan/schemas.js';
+import type { Condition } from '../../api/schemas.js';
 import { LATER, NOW } from './reconcile-fixtures.js';
 
 const T0 = '2024-06-01T00:00:00Z';

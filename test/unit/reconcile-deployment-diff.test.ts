@@ -1,6 +1,6 @@
 import { deepEqual, needsWrite, overlayManaged, semanticSubset } from '../../functions/reconcile/plan/deployment-diff.js';
 import { renderDeployment } from '../../functions/reconcile/plan/render-deployment.js';
-import { DeploymentSchema, type Deployment, type GatewayConfiguration } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, type Deployment, type GatewayConfiguration } from '../../api/schemas.js';
 import {
   CONTROLLER,
   LB_SERVICE_ACCOUNT,

@@ -15,7 +15,7 @@ import {
   type GatewayClass,
   type GatewayConfiguration,
   type L34Route,
-} from '../../functions/reconcile/plan/schemas.js';
+} from '../../api/schemas.js';
 
 export const NOW = '2025-01-01T00:00:00Z';
 export const LATER = '2025-01-02T00:00:00Z';

@@ -1,6 +1,6 @@
 import { listenerStatuses, listenersEqual, storedListeners } from '../../functions/reconcile/plan/listener-status.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
-import { GatewaySchema, type Gateway } from '../../functions/reconcile/plan/schemas.js';
+import { GatewaySchema, type Gateway } from '../../api/schemas.js';
 import { gateway, LATER, NOW, observed, route } from './reconcile-fixtures.js';
 
 // Listener status is pure: the Gateway's listeners, the namespace's routes and

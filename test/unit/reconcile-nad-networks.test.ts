@@ -6,7 +6,7 @@ import {
   parseNetworksAnnotation,
   type NetworkSelection,
 } from '../../functions/reconcile/plan/nad-networks.js';
-import { NetworkAttachmentSchema, type NetworkAttachment } from '../../functions/reconcile/plan/schemas.js';
+import { NetworkAttachmentSchema, type NetworkAttachment } from '../../api/schemas.js';
 
 const NS = 'team-a';
 const attachment = (name: string, iface: string, namespace = ''): NetworkAttachment =>

@@ -3,10 +3,10 @@
 // (HPA, VPA, kubectl edits, an older controller), then current inputs.
 import fc from 'fast-check';
 import { currentState, readAppliedState, sameState } from '../../functions/reconcile/plan/applied-annotations.js';
-import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../functions/reconcile/plan/conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
 import type { Observed, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
-import { DeploymentSchema, type Condition, type Deployment } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, type Condition, type Deployment } from '../../api/schemas.js';
 import {
   GC_UID,
   GW,

@@ -3,15 +3,10 @@ import {
   APPLIED_GATEWAY_GENERATION,
   TEMPLATE_HASH as TEMPLATE_HASH_KEY,
 } from '../../functions/reconcile/plan/applied-annotations.js';
-import {
-  CONDITION_ACCEPTED,
-  CONDITION_APPLIED,
-  CONDITION_LB_AVAILABLE,
-  CONDITION_PROGRAMMED,
-} from '../../functions/reconcile/plan/conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
 import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
-import { DeploymentSchema, type Condition, type Deployment } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, type Condition, type Deployment } from '../../api/schemas.js';
 import {
   CONTROLLER,
   GC,

@@ -7,7 +7,7 @@ import {
   renderDeployment,
   type RenderInput,
 } from '../../functions/reconcile/plan/render-deployment.js';
-import { DeploymentSchema, type Container, type Deployment } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, type Container, type Deployment } from '../../api/schemas.js';
 import {
   CONTROLLER,
   GW,

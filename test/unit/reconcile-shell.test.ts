@@ -5,10 +5,10 @@
 // against the real one (test/integration).
 import { ApiException } from '@kubernetes/client-node';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
-import { CONDITION_APPLIED } from '../../functions/reconcile/plan/conditions.js';
+import { CONDITION_APPLIED } from '../../api/names.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
 import { reconcile, type ReconcileDeps } from '../../functions/reconcile/reconcile.js';
-import type { Deployment, Gateway } from '../../functions/reconcile/plan/schemas.js';
+import type { Deployment, Gateway } from '../../api/schemas.js';
 import {
   CONTROLLER,
   GW,

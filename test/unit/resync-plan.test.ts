@@ -6,7 +6,7 @@ import { classDrifts, gatewayDrifts, indexRoutes, observedFromLists, objectKey, 
 import { planClass } from '../../functions/gatewayclass/plan.js';
 import { plan } from '../../functions/reconcile/plan/plan.js';
 import type { Observed } from '../../functions/reconcile/plan/plan-types.js';
-import { GatewayClassSchema, GatewaySchema, NamespaceSchema, type Deployment, type Gateway, type GatewayClass, type L34Route } from '../../functions/reconcile/plan/schemas.js';
+import { GatewayClassSchema, GatewaySchema, NamespaceSchema, type Deployment, type Gateway, type GatewayClass, type L34Route } from '../../api/schemas.js';
 import { CONTROLLER, GC, GW, NS, NOW, gateway, gatewayClass, gatewayConfiguration, invoke, observed, route } from './reconcile-fixtures.js';
 
 const OTHER_NS = 'team-b';

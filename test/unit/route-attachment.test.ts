@@ -3,7 +3,7 @@
 // route whose parentRef names the Gateway counts, from any namespace.
 import { gatewayAddresses } from '../../functions/reconcile/plan/addresses.js';
 import { routeAttaches, routeScope } from '../../functions/reconcile/plan/route-attachment.js';
-import { GatewaySchema, type Gateway } from '../../functions/reconcile/plan/schemas.js';
+import { GatewaySchema, type Gateway } from '../../api/schemas.js';
 import { GW, NS, gateway, route } from './reconcile-fixtures.js';
 
 function withListeners(listeners: unknown[]): Gateway {

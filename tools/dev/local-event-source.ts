@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { apiServerEvent, pingEvent } from '../../events/outgoing.js';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
+import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
 import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
 import { postEvent } from './post-event.js';
 import { runStream, streamName, type StreamLog, type StreamSpec, type WatchAction } from './watch-stream.js';

@@ -1,8 +1,8 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../events/types.js';
+import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
 import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, type Ref } from '../../functions/kube/kube-api.js';
-import { DeploymentSchema, GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema } from '../../functions/reconcile/plan/schemas.js';
+import { DeploymentSchema, GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema } from '../../api/schemas.js';
 import { renderStatusTable, type StatusSnapshot } from './status-table.js';
 
 // Re-reads the objects behind the status table on a short timer and prints the

@@ -1,7 +1,8 @@
 import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
-import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED, findCondition } from '../../functions/reconcile/plan/conditions.js';
-import { deploymentName } from '../../functions/reconcile/plan/render-deployment.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from '../../functions/reconcile/plan/schemas.js';
+import { findCondition } from '../../functions/reconcile/plan/conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../api/names.js';
+import { deploymentName } from '../../functions/reconcile/plan/names.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from '../../api/schemas.js';
 
 // The live table `npm start` prints: one row per Gateway of our classes, with
 // what the controller reported (conditions) next to what it actually did (the

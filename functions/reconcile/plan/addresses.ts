@@ -1,7 +1,7 @@
 // Gateway status.addresses: the VIPs of the L34Routes attached to the Gateway.
 import { formatIp, parseCidr } from './cidr.js';
 import { routeAttaches } from './route-attachment.js';
-import type { Gateway, L34Route } from './schemas.js';
+import type { Gateway, L34Route } from '../../../api/schemas.js';
 
 export const ADDRESS_TYPE_IP = 'IPAddress';
 

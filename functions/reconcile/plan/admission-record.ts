@@ -13,9 +13,9 @@
 // inputs) changes a digest and the usual diff decides.
 import { digestOf } from './canonical-json.js';
 import { deepEqual, differingPaths, needsWrite, overlayManaged } from './deployment-diff.js';
-import type { Deployment } from './schemas.js';
+import type { Deployment } from '../../../api/schemas.js';
 
-import { ADMITTED_SPEC_ANNOTATION } from '../../api-names.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../../api/names.js';
 
 export { ADMITTED_SPEC_ANNOTATION };
 

@@ -3,7 +3,7 @@
 // rendered object, so they reach the API server in the same request as the
 // spec they describe, and never otherwise.
 import { z } from 'zod';
-import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
+import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 
 import {
   APPLIED_CONFIGURATION_GENERATION,
@@ -11,7 +11,7 @@ import {
   APPLIED_CONFIGURATION_UID,
   APPLIED_GATEWAY_GENERATION,
   TEMPLATE_HASH,
-} from '../../api-names.js';
+} from '../../../api/names.js';
 
 export { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH };
 

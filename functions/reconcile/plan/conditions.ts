@@ -1,10 +1,9 @@
 // Gateway conditions: the types this controller owns, and an idempotent upsert
 // in the manner of apimachinery's meta.SetStatusCondition.
 import { cloneJson } from './clone-json.js';
-import type { Condition } from './schemas.js';
+import type { Condition } from '../../../api/schemas.js';
 import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
-export { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api-names.js';
 
 export type ConditionStatus = Condition['status'];
 

@@ -4,7 +4,7 @@ import { admissionExplains } from './admission-record.js';
 import { needsWrite, overlayManaged } from './deployment-diff.js';
 import type { Context } from './plan-context.js';
 import type { DeploymentAction } from './plan-types.js';
-import type { Deployment } from './schemas.js';
+import type { Deployment } from '../../../api/schemas.js';
 
 // Once this invocation has written (or tried to), it does not ask for another
 // write: redelivery or the resync plans again from fresh reads.

@@ -10,7 +10,7 @@
 // with unchanged inputs would write every time (docs/design.md §7.4).
 import { NETWORKS_ANNOTATION } from './nad-networks.js';
 import { quantitiesEqual } from './quantity.js';
-import type { Deployment } from './schemas.js';
+import type { Deployment } from '../../../api/schemas.js';
 
 type Json = Record<string, unknown>;
 

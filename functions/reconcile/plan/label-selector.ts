@@ -1,6 +1,6 @@
 // metav1.LabelSelector semantics, for the Deployment selector we keep and
 // for listeners that admit routes from namespaces by label.
-import type { LabelSelector } from './schemas.js';
+import type { LabelSelector } from '../../../api/schemas.js';
 
 export function selectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
   const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);

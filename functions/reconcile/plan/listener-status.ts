@@ -6,10 +6,10 @@
 // Gateway, the namespace's routes, the Gateway's own Programmed verdict and
 // the clock in, the desired list out.
 import { z } from 'zod';
-import { GATEWAY_GROUP, L34ROUTE_KIND, MERIDIO_GROUP } from '../../api-names.js';
+import { GATEWAY_GROUP, L34ROUTE_KIND, MERIDIO_GROUP } from '../../../api/names.js';
 import { attachedListeners, isL34RouteKind } from './route-attachment.js';
 import { conditionAt, sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
-import { ConditionSchema, type Condition, type Gateway, type L34Route, type Listener } from './schemas.js';
+import { ConditionSchema, type Condition, type Gateway, type L34Route, type Listener } from '../../../api/schemas.js';
 export const SUPPORTED_PROTOCOLS: readonly string[] = ['TCP', 'UDP'];
 
 export const LISTENER_ACCEPTED = 'Accepted';

@@ -2,9 +2,9 @@
 // forms, merging the template's list with the GatewayConfiguration's, and
 // deciding the value to write without rewriting an equivalent live value.
 import { z } from 'zod';
-import type { NetworkAttachment } from './schemas.js';
+import type { NetworkAttachment } from '../../../api/schemas.js';
 
-import { NETWORKS_ANNOTATION } from '../../api-names.js';
+import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 
 export { NETWORKS_ANNOTATION };
 

@@ -1,9 +1,10 @@
 // A Gateway whose class is someone else's, or gone.
 import { ADDRESS_TYPE_IP } from './addresses.js';
-import { CONDITION_ACCEPTED, conditionsEqualIgnoringTime, findCondition, upsertConditions } from './conditions.js';
+import { conditionsEqualIgnoringTime, findCondition, upsertConditions } from './conditions.js';
+import { CONDITION_ACCEPTED } from '../../../api/names.js';
 import { nothing } from './plan-context.js';
 import type { Observed, Plan } from './plan-types.js';
-import type { Gateway } from './schemas.js';
+import type { Gateway } from '../../../api/schemas.js';
 import { acceptedMessage, MESSAGE_WAITING } from './status-decisions.js';
 
 // The class is someone else's (or gone). Touch nothing, except that an

@@ -2,8 +2,8 @@
 // spec.infrastructure.parametersRef when it has one, else its GatewayClass's
 // spec.parametersRef. A Gateway's reference is local to its namespace; a
 // class is cluster-scoped, so its reference must name the namespace.
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../api-names.js';
-import type { Gateway, GatewayClass } from './schemas.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../../api/names.js';
+import type { Gateway, GatewayClass } from '../../../api/schemas.js';
 
 export interface EffectiveRef {
   group: string;

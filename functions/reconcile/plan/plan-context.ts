@@ -3,7 +3,7 @@
 import { conditionAt, type ConditionSpec, type ConditionStatus } from './conditions.js';
 import type { StatusAddress } from './addresses.js';
 import type { Observed, Outcome, Plan } from './plan-types.js';
-import type { Condition, Deployment, Gateway } from './schemas.js';
+import type { Condition, Deployment, Gateway } from '../../../api/schemas.js';
 
 export interface Context {
   observed: Observed;

@@ -3,7 +3,7 @@
 import type { StatusAddress } from './addresses.js';
 import type { ListenerStatus } from './listener-status.js';
 import type { Settings } from './render-deployment.js';
-import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from './schemas.js';
+import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../../api/schemas.js';
 
 export type FailureClass = 'transient' | 'persistent' | 'permanent';
 

@@ -8,15 +8,17 @@
 // carries no status: the second one, which knows how the write went, decides.
 import { gatewayAddresses } from './addresses.js';
 import { currentState, readAppliedState } from './applied-annotations.js';
-import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED, findCondition, type ConditionSpec } from './conditions.js';
+import { findCondition, type ConditionSpec } from './conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../../api/names.js';
 import { admissionChange } from './admission-record.js';
 import { deploymentAction } from './deployment-action.js';
 import { condition, nothing, type Context } from './plan-context.js';
 import { planNotOurs } from './not-ours.js';
 import type { DeploymentAction, Observed, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
 import { collisionEvent, newVerdict, writeEvents } from './planned-events.js';
-import { deploymentName, isControlledBy, renderDeployment } from './render-deployment.js';
-import type { Deployment, Gateway, GatewayConfiguration } from './schemas.js';
+import { isControlledBy, renderDeployment } from './render-deployment.js';
+import { deploymentName } from './names.js';
+import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 import { renderedProblem } from './rendered-checks.js';
 import { namespaceLabels } from './route-attachment.js';
 import {
@@ -33,8 +35,6 @@ import {
 } from './status-decisions.js';
 import { validateParameters } from './validate-configuration.js';
 
-export type { Observed, Plan } from './plan-types.js';
-export { acceptedMessage, MESSAGE_WAITING } from './status-decisions.js';
 
 export function plan(observed: Observed): Plan {
   const { gateway } = observed;

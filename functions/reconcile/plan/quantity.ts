@@ -4,7 +4,7 @@
 // back as "1", "0.5" as "500m"), while a GatewayConfiguration (a CRD) keeps
 // whatever the user wrote. Comparing the strings would make every reconcile
 // see a difference and write; comparing exact values does not.
-import type { Quantity } from './schemas.js';
+import type { Quantity } from '../../../api/schemas.js';
 
 interface Rational {
   num: bigint;

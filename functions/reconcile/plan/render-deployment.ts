@@ -21,13 +21,12 @@ import type {
   PodAffinityTerm,
   PodSpec,
   PodTemplateSpec,
-} from './schemas.js';
+} from '../../../api/schemas.js';
 
 // The container that needs its own Pod identity (it patches its Pod's status).
 // Meridio-2's LB template names it "router".
 export const ROUTER_CONTAINER = 'router';
 export const GATEWAY_NAME_ENV = 'MERIDIO_GATEWAY_NAME';
-export { DEPLOYMENT_PREFIX, deploymentName } from './names.js';
 import { deploymentName, gatewayNameLabel } from './names.js';
 // The ApiServerSource selects LB Deployments by the managed-by label (events/types.ts).
 import {
@@ -40,7 +39,7 @@ import {
   MANAGED_BY_VALUE as MANAGED_BY,
   READINESS_GATE_IPV4,
   READINESS_GATE_IPV6,
-} from '../../api-names.js';
+} from '../../../api/names.js';
 
 export { GATEWAY_API_VERSION, GATEWAY_KIND, LABEL_APP, LABEL_GATEWAY_NAME, LABEL_MANAGED_BY, MANAGED_BY, READINESS_GATE_IPV4, READINESS_GATE_IPV6 };
 

@@ -2,7 +2,7 @@
 // labels), checked before anything is written: a Gateway whose Deployment the
 // server would refuse with 422 is not accepted, and says why, instead of
 // reporting Accepted=True while every write fails.
-import type { Deployment } from './schemas.js';
+import type { Deployment } from '../../../api/schemas.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;

@@ -4,9 +4,9 @@
 // in any namespace could put its VIPs on any Gateway; here a Gateway's owner
 // decides, with the Gateway API's default of Same.
 import { selectorMatches } from './label-selector.js';
-import type { Gateway, L34Route, Listener, Namespace, ParentRef } from './schemas.js';
+import type { Gateway, L34Route, Listener, Namespace, ParentRef } from '../../../api/schemas.js';
 
-import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND, MERIDIO_GROUP } from '../../api-names.js';
+import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND, MERIDIO_GROUP } from '../../../api/names.js';
 
 /** How far a Gateway's listeners reach: what observe must read to decide. */
 export type RouteScope = 'same' | 'all' | 'selector';

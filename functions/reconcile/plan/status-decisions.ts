@@ -3,22 +3,14 @@
 // branches in plan.ts choose which apply.
 import { addressesEqual } from './addresses.js';
 import { readAppliedState, sameConfiguration, sameState, type AppliedState } from './applied-annotations.js';
-import {
-  CONDITION_ACCEPTED,
-  CONDITION_APPLIED,
-  CONDITION_LB_AVAILABLE,
-  CONDITION_PROGRAMMED,
-  conditionsEqualIgnoringTime,
-  findCondition,
-  upsertConditions,
-  type ConditionSpec,
-} from './conditions.js';
+import { conditionsEqualIgnoringTime, findCondition, upsertConditions, type ConditionSpec } from './conditions.js';
+import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../../api/names.js';
 import { listenerStatuses, listenersEqual, storedListeners } from './listener-status.js';
 import { condition, type Context } from './plan-context.js';
 import type { DeploymentAction, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
 import { controllerOf, GATEWAY_KIND } from './render-deployment.js';
 import { namespaceLabels } from './route-attachment.js';
-import type { Deployment, GatewayConfiguration } from './schemas.js';
+import type { Deployment, GatewayConfiguration } from '../../../api/schemas.js';
 
 export const MESSAGE_WAITING = 'Waiting for controller';
 

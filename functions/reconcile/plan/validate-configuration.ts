@@ -11,9 +11,9 @@ import {
   type NetworkSelection,
 } from './nad-networks.js';
 import { effectiveParametersRef, refProblem } from './parameters-ref.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from './schemas.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from '../../../api/schemas.js';
 
-import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../api-names.js';
+import { GATEWAY_CONFIGURATION_KIND, MERIDIO_GROUP } from '../../../api/names.js';
 export const ATTACHMENT_TYPE_NAD = 'NAD';
 export const MAX_NETWORK_ATTACHMENTS = 10;
 export const MAX_INTERNAL_SUBNETS = 2;

@@ -1,7 +1,7 @@
 import { parseIncoming } from '../../events/incoming.js';
 import { reconcileEvent } from '../../events/outgoing.js';
-import { hintOf, readPlanOf } from '../../functions/reconcile/plan/observe-hint.js';
-import { GatewayClassSchema } from '../../functions/reconcile/plan/schemas.js';
+import { hintOf, readsOf } from '../../functions/reconcile/plan/gateway-reads.js';
+import { GatewayClassSchema } from '../../api/schemas.js';
 import { gateway, gatewayClass, GC, NS } from './reconcile-fixtures.js';
 
 const classWithDefault = (name: string, ref: Record<string, string>) =>
@@ -10,7 +10,7 @@ const classWithDefault = (name: string, ref: Record<string, string>) =>
 describe('observe hints', () => {
   test("a Gateway's own reference is known without its class", () => {
     expect(hintOf(gateway())).toEqual({ gatewayClassName: 'meridio', configuration: { namespace: NS, name: GC }, routeScope: 'same' });
-    expect(readPlanOf(gateway(), undefined)).toEqual({ className: 'meridio', configuration: { namespace: NS, name: GC }, scope: 'same' });
+    expect(readsOf(gateway(), undefined)).toEqual({ className: 'meridio', configuration: { namespace: NS, name: GC }, scope: 'same' });
   });
 
   test('an unreadable reference (another group) names no configuration', () => {
@@ -21,13 +21,13 @@ describe('observe hints', () => {
   test('a class default is known only with the classes at hand', () => {
     const gw = gateway({ parametersRef: null });
     expect(hintOf(gw)).toEqual({ gatewayClassName: 'meridio', routeScope: 'same' });
-    expect(readPlanOf(gw, undefined)).toBeNull();
+    expect(readsOf(gw, undefined)).toBeNull();
     const cls = classWithDefault('meridio', { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'dflt', namespace: 'infra' });
     expect(hintOf(gw, [cls]).configuration).toEqual({ namespace: 'infra', name: 'dflt' });
-    expect(readPlanOf(gw, cls)?.configuration).toEqual({ namespace: 'infra', name: 'dflt' });
+    expect(readsOf(gw, cls)?.configuration).toEqual({ namespace: 'infra', name: 'dflt' });
     // A class of another name, or none, gives no default.
     expect(hintOf(gw, []).configuration).toBeNull();
-    expect(readPlanOf(gw, classWithDefault('other', { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'dflt', namespace: 'infra' }))?.configuration).toBeNull();
+    expect(readsOf(gw, classWithDefault('other', { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'dflt', namespace: 'infra' }))?.configuration).toBeNull();
     // A class reference without a namespace cannot be read.
     expect(hintOf(gw, [classWithDefault('meridio', { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'dflt' })]).configuration).toBeNull();
   });
