@@ -4,12 +4,11 @@
 // Deployments are handed over a page at a time, so that a pass holds one
 // page of them, not all.
 import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
-import { classConfigurationRef } from '../gatewayclass/plan.js';
 import type { KubeApi, Listed, ListedResource } from '../kube/kube-api.js';
 import { forEachPage } from '../kube/list-pages.js';
 import { routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route } from '../../api/schemas.js';
-import { byKey, byName, configurationOf, indexRoutes, objectKey, type ListedInputs } from './resync-plan.js';
+import type { Deployment, Gateway, GatewayClass, L34Route } from '../../api/schemas.js';
+import { byKey, byName, indexRoutes, type ListedInputs } from './resync-plan.js';
 
 /** The namespaces to list in, one list each; undefined: one list over every namespace. */
 export type ListScope = readonly string[] | undefined;
@@ -32,7 +31,8 @@ export async function eachPage<R extends ListedResource>(
   labelSelector?: string,
 ): Promise<void> {
   for (const namespace of scope ?? [undefined]) {
-    count.requests += await forEachPage(
+    // Read after the await: lists run in parallel, and `+= await` would add to a stale count.
+    const requests = await forEachPage(
       (limit, token) =>
         api.listPage(resource, {
           limit,
@@ -42,6 +42,7 @@ export async function eachPage<R extends ListedResource>(
         }),
       onPage,
     );
+    count.requests += requests;
   }
 }
 
@@ -60,31 +61,21 @@ export function eachDeploymentPage(api: KubeApi, scope: ListScope, onPage: (item
 }
 
 /**
- * What the plans of `gateways` (and of `classes`, for their own status) read
- * besides their Deployments: the classes, the GatewayConfigurations, the
- * routes, and the namespaces when a listener selects them by label. Lists in
- * `scope`; a class default in a namespace outside it is read by name.
+ * What the plans of `gateways` (and of the classes, for their own status)
+ * read besides the Deployments: the classes, the GatewayConfigurations, the
+ * routes, and the namespaces when a listener selects them by label. Routes
+ * are listed in `scope`, or everywhere when a listener admits other
+ * namespaces' routes. GatewayConfigurations are listed in every namespace: a
+ * class default may live outside the served namespaces, and one list costs
+ * less than a read per default.
  */
 export async function readInputs(api: KubeApi, gateways: readonly Gateway[], classes: readonly GatewayClass[], scope: ListScope, count: RequestCount): Promise<ListedInputs> {
-  const classesByName = byName(classes);
   const scopes = new Set(gateways.map(routeScope));
   const routesByParent = new Map<string, L34Route[]>();
   const [configurations, namespaces] = await Promise.all([
-    listAll(api, 'gatewayconfigurations', scope, count),
+    listAll(api, 'gatewayconfigurations', undefined, count),
     scopes.has('selector') ? listAll(api, 'namespaces', undefined, count) : null,
-    // A listener that admits other namespaces' routes may get them from any namespace.
-    eachPage(api, 'l34routes', scope !== undefined && (scopes.has('all') || scopes.has('selector')) ? undefined : scope, (page) => indexRoutes(routesByParent, page), count),
+    eachPage(api, 'l34routes', scopes.has('all') || scopes.has('selector') ? undefined : scope, (page) => indexRoutes(routesByParent, page), count),
   ]);
-  const configurationsByKey = byKey(configurations);
-  const listed = (ref: { namespace: string }): boolean => scope === undefined || scope.includes(ref.namespace);
-  const wanted = new Map<string, { namespace: string; name: string }>();
-  for (const ref of [...gateways.map((gw) => configurationOf(gw, classesByName)), ...classes.map(classConfigurationRef)]) {
-    if (ref !== null && !listed(ref)) wanted.set(objectKey(ref.namespace, ref.name), ref);
-  }
-  const outside = await Promise.all([...wanted.values()].map((ref) => api.getGatewayConfiguration(ref.namespace, ref.name)));
-  count.requests += wanted.size;
-  for (const configuration of outside) {
-    if (configuration !== null) configurationsByKey.set(objectKey(configuration.metadata.namespace, configuration.metadata.name), configuration);
-  }
-  return { classes: classesByName, configurations: configurationsByKey satisfies Map<string, GatewayConfiguration>, routesByParent, namespaces };
+  return { classes: byName(classes), configurations: byKey(configurations), routesByParent, namespaces };
 }
