@@ -38,8 +38,10 @@ const HELP = `Usage: npm run bench -- [options]
   --p5-repeats N           fresh processes per variant (default 3; quick 1)
   --p5-variants a,b        (default shipped,snapshot-with-code-cache,snapshot-default-heap,
                            bundle-min-semi1-cache,tsc; quick shipped)
-  --p6-sizes a,b,c         Gateways per resync pass (default 100,500,1000; quick 10,20,40)
-  --p6-passes N            passes per size (default 3; quick 1)
+  --p6-sizes a,b,c         Gateways per resync pass (default 1000,10000; quick 10,20,40)
+  --p6-passes N            in-sync passes per size (default 3; quick 1)
+  --p6-before name         also one pass per size of this build (a --variant-entry name), for the
+                           before/after comparison (e.g. a build of the commit before issue 17)
   --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
   --variant-entry name=path  an extra build of the function to measure (e.g. a patched copy;
                            a .blob is started with --snapshot-blob)
@@ -82,6 +84,7 @@ function parseOptions(argv: string[]): { options: BenchOptions; out: string | un
       'p5-variants': { type: 'string' },
       'p6-sizes': { type: 'string' },
       'p6-passes': { type: 'string' },
+      'p6-before': { type: 'string' },
       'controller-manager': { type: 'boolean' },
       'variant-entry': { type: 'string', multiple: true },
       'variant-env': { type: 'string', multiple: true },
@@ -115,6 +118,7 @@ function parseOptions(argv: string[]): { options: BenchOptions; out: string | un
   if (values['p5-variants'] !== undefined) o.p5Variants = parseVariantList(values['p5-variants']);
   if (values['p6-sizes'] !== undefined) o.p6Sizes = ints(values['p6-sizes']);
   if (values['p6-passes'] !== undefined) o.p6Passes = int(values['p6-passes']);
+  if (values['p6-before'] !== undefined) o.p6Before = values['p6-before'];
   if (values['controller-manager']) o.controllerManager = true;
   for (const spec of values['variant-entry'] ?? []) {
     const eq = spec.indexOf('=');

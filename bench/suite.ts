@@ -34,6 +34,8 @@ export interface BenchOptions {
   p5Variants: string[];
   p6Sizes: number[];
   p6Passes: number;
+  /** An older build to measure P6 with too (its resync reconciled every Gateway): a --variant-entry name. */
+  p6Before?: string;
   controllerManager: boolean;
   /** The build every figure but P1 and P5 runs (default tsc, the shipped one). */
   mainVariant: string;
@@ -51,7 +53,7 @@ export function defaultOptions(quick: boolean): BenchOptions {
       }
     : {
         quick, only: [...FIGURES], p1Spawns: 20, p1Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'shipped-own-template', 'bundle-min-semi1-cache', 'bundle-min-cache', 'bundle-min', 'tsc-cache', 'tsc'], p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
-        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p5Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'bundle-min-semi1-cache', 'tsc'], p6Sizes: [100, 500, 1000], p6Passes: 3, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {},
+        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p5Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'bundle-min-semi1-cache', 'tsc'], p6Sizes: [1000, 10000], p6Passes: 3, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {},
       };
 }
 
@@ -92,7 +94,7 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
       ctx.log(`${fig}: done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
   };
-  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : [])])];
+  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : []), ...(o.only.includes('P6') && o.p6Before ? [o.p6Before] : [])])];
   const prepared = prepareVariants(names, o.customVariants, o.customEnv);
   const main = prepared.byName(o.mainVariant);
   try {
@@ -106,7 +108,7 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     if (p4) results.p4 = p4;
     const p5 = await timed('P5', () => measureMemory(ctx, { concurrency: o.p5Concurrency, repeats: o.p5Repeats, variants: o.p5Variants.map((n) => prepared.byName(n)) }));
     if (p5) results.p5 = p5;
-    const p6 = await timed('P6', () => measureResync(ctx, { sizes: o.p6Sizes, passes: o.p6Passes, variant: main }));
+    const p6 = await timed('P6', () => measureResync(ctx, { sizes: o.p6Sizes, passes: o.p6Passes, variant: main, ...(o.p6Before ? { before: prepared.byName(o.p6Before) } : {}) }));
     if (p6) results.p6 = p6;
   } finally {
     prepared.dispose();
