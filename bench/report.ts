@@ -232,6 +232,17 @@ export function renderReport(r: BenchResults, extra = ''): string {
     L.push(`Planned per pass (the function's log line): ${r.p6.sizes.map((s) => `n=${s.n}: ${s.inSync.planned ?? '?'} Gateways, ${s.inSync.requests ?? '?'} requests counted by the function`).join('; ')}.`);
     L.push('');
   }
+
+  if (r.p7) {
+    L.push('## P7 the route read of one reconcile');
+    L.push('');
+    L.push('How: one Gateway in sync, r L34Routes in its namespace of which one names it. A warm no-op reconcile request posted to the function, posted → answered; its `list l34routes` requests from the audit log; the JSON size of the namespace\'s routes as the controller reads them (500 a page). The API server cannot filter routes by parentRef (a CRD field selector cannot address the list spec.parentRefs), so a reconcile reads every route of its namespace, every namespace\'s for a listener that admits others (docs/design.md §11).');
+    L.push('');
+    L.push('| routes in the namespace | no-op reconcile | list requests | route bytes read |');
+    L.push('|---|---|---|---|');
+    for (const row of r.p7.rows) L.push(`| ${row.routes} | ${sumMs(row.noop)} | ${row.listRequests} | ${(row.listBytes / 1024).toFixed(0)} KiB |`);
+    L.push('');
+  }
   if (extra) L.push(extra);
   return `${L.join('\n')}\n`;
 }
