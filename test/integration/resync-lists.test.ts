@@ -1,7 +1,6 @@
-import { createServer, type Server } from 'node:http';
 import { AppsV1Api } from '@kubernetes/client-node';
-import { HTTP } from 'cloudevents';
-import { parseIncoming, ReconcileData } from '../../events/incoming.js';
+import { parseIncoming } from '../../events/incoming.js';
+import { startBrokerStandIn } from '../../bench/lib/broker-stand-in.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
 import { handleEvent, reconcileQueue, type Handled, type HandlerDeps } from '../../functions/handle-event.js';
@@ -22,25 +21,6 @@ const names = Array.from({ length: GATEWAYS }, (_, i) => `gw-${String(i).padStar
 /** The requests one user made. */
 function requestsOf(events: AuditEvent[], user: string): AuditEvent[] {
   return events.filter((e) => (e.impersonatedUser?.username ?? e.user.username) === user);
-}
-
-/** A stand-in for the Broker's ingress: takes each reconcile request with 202, and keeps it. */
-async function recordingSink(): Promise<{ url: string; keys: string[]; close(): Promise<void> }> {
-  const keys: string[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const event = HTTP.toEvent({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const data = ReconcileData.parse((Array.isArray(event) ? event[0] : event)?.data);
-      keys.push(`${data.namespace}/${data.name}`);
-      res.writeHead(202).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}/`, keys, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 describe('resync by lists', () => {
@@ -123,7 +103,7 @@ describe('resync by lists', () => {
 
     const drifted = ['gw-002', 'gw-005', 'gw-011'];
     for (const name of drifted) await editImage(ns, name, 'example.invalid/hand-edited:2');
-    const sink = await recordingSink();
+    const sink = await startBrokerStandIn();
     try {
       const h = await pass(sink.url);
       expect(h).toMatchObject({ status: 204, outcome: 'fanned-out', gateways: drifted.length, planned: few.length });
