@@ -1,6 +1,7 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { L34ROUTES } from '../../functions/kube/kube-api.js';
 import { PAGE_SIZE } from '../../functions/kube/list-pages.js';
+import { routeBody } from '../../tools/gateway-manifest.js';
 import { createNamespace, type BenchCluster } from '../lib/cluster.js';
 import { names, reconcileVia, requestCounts, settle, type BenchContext } from '../lib/context.js';
 import { FunctionProcess, type Variant } from '../lib/function-process.js';
@@ -35,24 +36,7 @@ async function createRoutes(c: BenchCluster, namespace: string, routeNames: stri
     while (next < routeNames.length) {
       const name = routeNames[next++] as string;
       const i = next;
-      await api.createNamespacedCustomObject({
-        ...L34ROUTES,
-        namespace,
-        body: {
-          apiVersion: 'meridio-2.nordix.org/v1alpha1',
-          kind: 'L34Route',
-          metadata: { name },
-          spec: {
-            parentRefs: [{ name: parent(name) }],
-            destinationCIDRs: [`20.${Math.floor(i / 65536) % 256}.${Math.floor(i / 256) % 256}.${i % 256}/32`],
-            protocols: ['TCP'],
-            priority: 1,
-            destinationPorts: ['80'],
-            sourceCIDRs: ['0.0.0.0/0'],
-            sourcePorts: ['any'],
-          },
-        },
-      });
+      await api.createNamespacedCustomObject({ ...L34ROUTES, namespace, body: routeBody(name, parent(name), [`20.${Math.floor(i / 65536) % 256}.${Math.floor(i / 256) % 256}.${i % 256}/32`]) });
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, routeNames.length) }, worker));
