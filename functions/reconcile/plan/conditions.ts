@@ -1,6 +1,5 @@
 // Gateway conditions: the types this controller owns, and an idempotent upsert
 // in the manner of apimachinery's meta.SetStatusCondition.
-import { cloneJson } from './clone-json.js';
 import type { Condition } from '../../../api/schemas.js';
 import { CONDITION_MESSAGE_MAX_BYTES, truncateUtf8 } from './truncate-bytes.js';
 
@@ -46,7 +45,8 @@ export function sameCondition(a: ConditionSpec | Condition | undefined, b: Condi
 // never depends on anything but the inputs. lastTransitionTime moves only when
 // the status does.
 export function upsertConditions(existing: Condition[], desired: ConditionSpec[], now: string): Condition[] {
-  const out = existing.map((c) => cloneJson(c));
+  // Conditions are replaced whole, never changed in place: a shallow copy of the list is enough.
+  const out = [...existing];
   for (const spec of desired) {
     const index = out.findIndex((c) => c.type === spec.type);
     const previous = index < 0 ? undefined : out[index];

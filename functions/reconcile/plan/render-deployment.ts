@@ -152,9 +152,12 @@ export function renderDeployment(input: RenderInput): Rendered {
 
 function renderPodSpec(input: RenderInput, name: string): PodSpec {
   const { template, gateway, configuration, settings, live } = input;
-  const spec = cloneJson(template.spec.template.spec);
-  spec.serviceAccountName = settings.lbServiceAccount;
-  delete spec.serviceAccount;
+  // A shallow copy: every field replaced below gets a new value, and only the
+  // affinity is changed in place, so only it is copied deep. The rest is
+  // shared with the template (inputs are never written to).
+  const { serviceAccount: _alias, ...templateSpec } = template.spec.template.spec;
+  const spec: PodSpec = { ...templateSpec, serviceAccountName: settings.lbServiceAccount };
+  if (spec.affinity !== undefined) spec.affinity = cloneJson(spec.affinity);
   const antiAffinity = spec.affinity?.podAntiAffinity;
   for (const term of antiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) rewriteAppSelector(term, name);
   for (const weighted of antiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? []) {
@@ -237,15 +240,15 @@ function withResources(container: Container, args: ContainerArgs | undefined, li
     const requests = args.resources?.requests;
     const limits = args.resources?.limits;
     out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
-    out.resizePolicy = cloneJson(args.resizePolicy ?? []);
+    out.resizePolicy = args.resizePolicy ?? [];
     return out;
   }
   if (live !== undefined) {
     const out: Container = { ...container };
     delete out.resources;
     delete out.resizePolicy;
-    if (live.resources !== undefined) out.resources = cloneJson(live.resources);
-    if (live.resizePolicy !== undefined) out.resizePolicy = cloneJson(live.resizePolicy);
+    if (live.resources !== undefined) out.resources = live.resources;
+    if (live.resizePolicy !== undefined) out.resizePolicy = live.resizePolicy;
     return out;
   }
   return container;
