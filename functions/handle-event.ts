@@ -1,20 +1,21 @@
 import type { Incoming } from '../events/incoming.js';
-import type { GatewayKey } from '../api/gateway-key.js';
+import { keyText, type GatewayKey } from '../api/gateway-key.js';
 import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
 import { resyncPass } from './dispatch/resync.js';
-import { classifyError } from './kube/classify-error.js';
-import { afterDeadLetter, answerFor } from './kube/retry-policy.js';
-import { withDeadline } from './kube/deadline.js';
+import { classifyError, type ClassifiedError } from './kube/classify-error.js';
+import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery } from './kube/retry-policy.js';
+import { deadlineIn, withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
-import { keyedQueue, type KeyedQueue } from './keyed-queue.js';
+import { coalescer, type Coalescer } from './coalescer.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
 import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
-import { reconcileClasses, reconcileClassesFor } from './gatewayclass/triggers.js';
+import { reconcileClasses, reconcileClassesFor } from './gatewayclass/class-selection.js';
 
 // Routes one parsed event to dispatch, reconcile or the dead-letter record,
-// and turns what happened into the HTTP status Knative acts on: 2xx done,
-// 503 deliver again.
+// under one deadline for the whole invocation, and reports what happened as
+// a (result, next step) pair. The front door (server.ts) turns `next` into
+// the HTTP answer with retry-policy's answerFor, nowhere else.
 
 export interface HandlerDeps {
   api: KubeApi;
@@ -24,17 +25,19 @@ export interface HandlerDeps {
   sink: string | undefined;
   /** In-process reconciles at once when there is no sink. */
   localConcurrency?: number;
-  /** The whole invocation's budget; each reconcile run gets the same again. */
+  /** The whole invocation's budget, below the Knative Service's timeoutSeconds. */
   budgetMs: number;
   /** Coalesces reconciles of one Gateway within this process. */
-  queue: KeyedQueue<ReconcileResult>;
+  coalescer: Coalescer<ReconcileResult>;
 }
 
-/** A queue for HandlerDeps.queue: one per process. */
-export const reconcileQueue = (): KeyedQueue<ReconcileResult> => keyedQueue<ReconcileResult>();
+/** A coalescer for HandlerDeps.coalescer: one per process. */
+export const reconcileCoalescer = (): Coalescer<ReconcileResult> => coalescer<ReconcileResult>();
 
 export interface Handled {
-  status: 202 | 204 | 503;
+  next: Delivery;
+  /** Well-formed but not ours: acknowledged (202) and logged. */
+  ignored?: true;
   outcome: string;
   gateway?: string;
   gateways?: number;
@@ -46,95 +49,87 @@ export interface Handled {
   detail?: string;
 }
 
-const keyText = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
+const errorText = (e: ClassifiedError): string => `${e.class}${e.code ? ` ${e.code}` : ''}: ${e.message}`;
 
-// A run is shared by every request that waits for it, so it gets a budget of
-// its own rather than the one of whichever request happened to start it.
-function reconcileOnce({ key, hint }: Target, deps: HandlerDeps): Promise<ReconcileResult> {
-  return deps.queue.run(keyText(key), () => withDeadline(deps.budgetMs, () => reconcile(key, deps.reconcile, hint ? { hint } : {})));
+// A run may answer several invocations (coalescer.ts): it lasts until the last
+// of them stops waiting, so an invocation that has answered 503 has no run
+// left writing on its behalf.
+function reconcileOnce({ key, hint }: Target, deps: HandlerDeps, deadline: number): Promise<ReconcileResult> {
+  return deps.coalescer.run(keyText(key), deadline, (runDeadline) => withDeadline(runDeadline, () => reconcile(key, deps.reconcile, hint ? { hint } : {})));
 }
 
 function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
-  return {
-    status: answerFor(r.retry ? 'redeliver' : 'settle'),
-    outcome: r.outcome,
-    gateway: keyText(key),
-    ...(r.error ? { detail: `${r.error.class}${r.error.code ? ` ${r.error.code}` : ''}: ${r.error.message}` } : {}),
-  };
+  return { next: r.next, outcome: r.outcome, gateway: keyText(key), ...(r.error ? { detail: errorText(r.error) } : {}) };
 }
 
-async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }): Promise<Handled> {
-  if (keys.length === 0) return { status: 204, outcome: 'no-gateway-affected', gateways: 0 };
+async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }, deadline: number): Promise<Handled> {
+  if (keys.length === 0) return { next: 'settle', outcome: 'no-gateway-affected', gateways: 0 };
   // One Gateway: reconcile it in this invocation, no extra hop.
   const [only] = keys;
-  if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps));
+  if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
     const r = await fanOut(keys, cause, { sink: deps.sink });
-    if (r.failed.length > 0) {
-      return { status: answerFor('redeliver'), outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
-    }
-    return { status: 204, outcome: 'fanned-out', gateways: keys.length };
+    const next = afterFanOut(r.failed.length);
+    if (next === 'redeliver') return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
+    return { next, outcome: 'fanned-out', gateways: keys.length };
   }
-  let next = 0;
-  let retry = 0;
+  let index = 0;
+  const nexts: Delivery[] = [];
   const worker = async (): Promise<void> => {
-    while (next < keys.length) {
-      const r = await reconcileOnce(keys[next++] as Target, deps);
-      if (r.retry) retry++;
-    }
+    while (index < keys.length) nexts.push((await reconcileOnce(keys[index++] as Target, deps, deadline)).next);
   };
   await Promise.all(Array.from({ length: Math.min(deps.localConcurrency ?? 4, keys.length) }, worker));
-  return { status: answerFor(retry > 0 ? 'redeliver' : 'settle'), outcome: retry > 0 ? 'some-need-retry' : 'reconciled-locally', gateways: keys.length };
+  const next = combine(...nexts);
+  return { next, outcome: next === 'redeliver' ? 'some-need-retry' : 'reconciled-locally', gateways: keys.length };
 }
 
 // GatewayClass reconciles ride along with the Gateway ones of the same event;
-// one that needs another delivery makes the whole answer 503.
+// one that needs another delivery makes the whole answer a redelivery.
 function withClasses(classes: ClassReconcileResult[], handled: Handled): Handled {
   if (classes.length === 0) return handled;
-  const failed = classes.find((c) => c.retry);
-  const summary = classes.map((c) => `${c.name}:${c.outcome}`).join(',');
+  const failed = classes.find((c) => c.next === 'redeliver');
   return {
     ...handled,
-    status: failed ? answerFor('redeliver') : handled.status,
-    classes: summary,
-    ...(failed?.error ? { detail: `GatewayClass ${failed.name}: ${failed.error.class}${failed.error.code ? ` ${failed.error.code}` : ''}: ${failed.error.message}` } : {}),
+    next: combine(handled.next, ...classes.map((c) => c.next)),
+    classes: classes.map((c) => `${c.name}:${c.outcome}`).join(','),
+    ...(failed?.error ? { detail: `GatewayClass ${failed.name}: ${errorText(failed.error)}` } : {}),
   };
 }
 
 export async function handleEvent(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }): Promise<Handled> {
+  const deadline = deadlineIn(deps.budgetMs);
   try {
-    return await withDeadline(deps.budgetMs, () => route(incoming, deps, event));
+    return await withDeadline(deadline, () => route(incoming, deps, event, deadline));
   } catch (err) {
     const c = classifyError(err);
     if (!c) throw err;
-    // Dispatch could not read what it needed, or the budget ran out: let the
-    // event come again.
-    return { status: answerFor('redeliver'), outcome: c.reason === 'ETIMEDOUT' ? 'deadline-exceeded' : 'dispatch-read-failed', detail: `${c.class}${c.code ? ` ${c.code}` : ''}: ${c.message}` };
+    // Dispatch could not read what it needed, or the budget ran out.
+    return { next: afterDispatchFailure(), outcome: c.reason === 'ETIMEDOUT' ? 'deadline-exceeded' : 'dispatch-read-failed', detail: errorText(c) };
   }
 }
 
-async function route(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }): Promise<Handled> {
+async function route(incoming: Incoming, deps: HandlerDeps, event: { type: string; id: string }, deadline: number): Promise<Handled> {
   switch (incoming.kind) {
     case 'ignored':
-      return { status: 202, outcome: 'ignored', detail: incoming.reason };
+      return { next: 'settle', ignored: true, outcome: 'ignored', detail: incoming.reason };
     case 'reconcile':
-      return fromReconcile(incoming.key, await reconcileOnce(incoming, deps));
+      return fromReconcile(incoming.key, await reconcileOnce(incoming, deps, deadline));
     case 'dead-letter': {
       const e = incoming.error;
       const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
       // Not coalesced with plain reconciles: it must run with what it knows.
-      const r = await withDeadline(deps.budgetMs, () => reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } }));
-      return { ...fromReconcile(incoming.key, r), status: answerFor(afterDeadLetter(r.error, r.outcome === 'error')), outcome: `dead-letter:${r.outcome}` };
+      const r = await reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } });
+      return { ...fromReconcile(incoming.key, r), next: afterDeadLetter(r.error, r.outcome === 'error'), outcome: `dead-letter:${r.outcome}` };
     }
     case 'ping': {
       // Only what drifted is reconciled (dispatch/resync.ts).
       const pass = await resyncPass(deps.api, deps.scope, deps.reconcile);
       const classes = await reconcileClasses(pass.classes, deps);
-      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, event)), planned: pass.gateways, requests: pass.requests };
+      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, event, deadline)), planned: pass.gateways, requests: pass.requests };
     }
     case 'apiserver': {
       const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming, deps.reconcile), deps, event));
+      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming, deps.reconcile), deps, event, deadline));
     }
   }
 }

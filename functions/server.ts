@@ -3,6 +3,7 @@ import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { BadEvent, parseIncoming, type Incoming } from '../events/incoming.js';
 import { PATHS } from '../events/types.js';
 import type { Handled } from './handle-event.js';
+import { answerFor } from './kube/retry-policy.js';
 
 // The function's HTTP front door, following the Knative Functions contract
 // (one handler for CloudEvents on POST /, plus health endpoints) on plain
@@ -174,8 +175,9 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
         event = toCloudEvent(req, body);
         const incoming = parseIncoming(event, path === PATHS.deadLetter);
         const handled = await opts.handle(incoming, { type: event.type, id: event.id });
-        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: handled.status, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
-        reply(res, handled.status);
+        const answer = answerFor(handled.next, handled.ignored);
+        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+        reply(res, answer);
       } catch (err) {
         const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;
         const message = err instanceof Error ? err.message : String(err);

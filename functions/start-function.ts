@@ -1,7 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Config } from './config.js';
-import { handleEvent, reconcileQueue } from './handle-event.js';
+import { handleEvent, reconcileCoalescer } from './handle-event.js';
 import { kubeApi } from './kube/kube-api.js';
 import { loadTemplate, type PreparedTemplate } from './reconcile/template.js';
 import { createFunctionServer, type FunctionServer } from './server.js';
@@ -30,7 +30,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     scope: { controllerName: config.CONTROLLER_NAME, namespaces: config.WATCH_NAMESPACES },
     sink: config.K_SINK,
     budgetMs: config.INVOCATION_BUDGET_MS,
-    queue: reconcileQueue(),
+    coalescer: reconcileCoalescer(),
   };
   if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
   const fn = createFunctionServer({

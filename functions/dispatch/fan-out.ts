@@ -23,7 +23,7 @@ export interface FanOutResult {
   failed: { key: GatewayKey; error: string }[];
 }
 
-async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retry: boolean; error: string }> {
+async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retriable: boolean; error: string }> {
   const message = HTTP.binary(reconcileEvent(key, cause, hint));
   try {
     const res = await fetch(sink, {
@@ -33,10 +33,10 @@ async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileDat
       signal: AbortSignal.timeout(timeoutMs),
     });
     await res.arrayBuffer();
-    if (res.ok) return { ok: true, retry: false, error: '' };
-    return { ok: false, retry: sinkRefusalRetriable(res.status), error: `HTTP ${res.status} from ${sink}` };
+    if (res.ok) return { ok: true, retriable: false, error: '' };
+    return { ok: false, retriable: sinkRefusalRetriable(res.status), error: `HTTP ${res.status} from ${sink}` };
   } catch (err) {
-    return { ok: false, retry: sinkRefusalRetriable(undefined), error: err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err) };
+    return { ok: false, retriable: sinkRefusalRetriable(undefined), error: err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err) };
   }
 }
 
@@ -53,7 +53,7 @@ export async function fanOut(targets: Target[], cause: ReconcileData['cause'], o
           result.sent++;
           break;
         }
-        if (!r.retry || attempt >= retries) {
+        if (!r.retriable || attempt >= retries) {
           result.failed.push({ key: target.key, error: r.error });
           break;
         }

@@ -8,15 +8,13 @@
 import { classConfigurationRef, planClass } from '../gatewayclass/plan.js';
 import { readsOf } from '../reconcile/plan/gateway-reads.js';
 import { plan } from '../reconcile/plan/plan.js';
-import type { Observed, Plan } from '../reconcile/plan/plan-types.js';
-import type { Settings } from '../reconcile/plan/render-deployment.js';
+import type { Observed, Plan, PlanInput } from '../reconcile/plan/plan-types.js';
 import { gatewayKeyText, parentGatewayKey, routeScope } from '../reconcile/plan/route-attachment.js';
 import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../api/schemas.js';
 
 /** What every plan of a pass shares besides the objects. */
 export interface PlanningContext {
-  template: { deployment: Deployment; hash: string };
-  settings: Settings;
+  input: PlanInput;
   /** RFC 3339; only lastTransitionTime depends on it, and a change of time alone is no change. */
   now: string;
 }
@@ -68,7 +66,7 @@ export function configurationOf(gateway: Gateway, classes: ReadonlyMap<string, G
  * What observe would read for this Gateway, taken from the lists.
  * `deployment` is sllbr-<gateway> as listed (or read by name), null when absent.
  */
-export function observedFromLists(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): Observed {
+export function observedFromLists(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs): Observed {
   const key = { namespace: gateway.metadata.namespace ?? '', name: gateway.metadata.name };
   const configuration = configurationOf(gateway, inputs.classes);
   return {
@@ -80,20 +78,17 @@ export function observedFromLists(gateway: Gateway, deployment: Deployment | nul
     routes: [...(inputs.routesByParent.get(objectKey(key.namespace, key.name)) ?? [])],
     // As observe: namespaces only for a Gateway that selects them by label.
     namespaces: routeScope(gateway) === 'selector' ? inputs.namespaces : null,
-    template: context.template,
-    settings: context.settings,
-    now: context.now,
   };
 }
 
 /** The plan would write something: the Deployment (create or update), the status, or an Event. */
 export function planWrites(p: Plan): boolean {
-  return p.deployment.action !== 'none' || p.statusChanged || p.events.length > 0;
+  return p.outcome === 'needs-write' || p.deployment.action !== 'none' || p.statusChanged || p.events.length > 0;
 }
 
 /** True when a reconcile of this Gateway, reading these objects, would write anything. */
 export function gatewayDrifts(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): boolean {
-  return planWrites(plan(observedFromLists(gateway, deployment, inputs, context)));
+  return planWrites(plan(observedFromLists(gateway, deployment, inputs), context.input, context.now));
 }
 
 /** True when the GatewayClass reconcile would write this class's status (gatewayclass/plan.ts). */

@@ -9,7 +9,7 @@ import type { KubeApi } from '../kube/kube-api.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import { deploymentName } from '../reconcile/plan/names.js';
 import { hintOf } from '../reconcile/plan/gateway-reads.js';
-import type { Settings } from '../reconcile/plan/render-deployment.js';
+import type { Settings } from '../reconcile/plan/plan-types.js';
 import type { Deployment, Gateway, GatewayClass } from '../../api/schemas.js';
 import type { Template } from '../reconcile/template.js';
 import type { DispatchScope, Target } from './dispatch.js';
@@ -38,7 +38,7 @@ export interface ResyncPass {
 const CONFIRM_CONCURRENCY = 8;
 
 function planningContext(deps: PlanningDeps): PlanningContext {
-  return { template: deps.template, settings: deps.settings, now: conditionTime(deps.clock()) };
+  return { input: { template: deps.template, settings: deps.settings }, now: conditionTime(deps.clock()) };
 }
 
 function listScope(scope: DispatchScope): ListScope {

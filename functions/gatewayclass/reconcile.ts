@@ -37,7 +37,7 @@ export async function observeClass(name: string, deps: ClassReconcileDeps): Prom
 }
 
 export async function reconcileClass(name: string, deps: ClassReconcileDeps): Promise<ClassReconcileResult> {
-  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, retry: false, attempts: 0 };
+  const result: ClassReconcileResult = { name, outcome: 'error', statusWritten: false, next: 'settle', attempts: 0 };
   for (;;) {
     result.attempts++;
     try {
@@ -58,7 +58,7 @@ export async function reconcileClass(name: string, deps: ClassReconcileDeps): Pr
       if (next === 'reobserve') continue;
       result.outcome = 'error';
       result.error = c;
-      result.retry = next === 'redeliver';
+      result.next = next;
       return result;
     }
   }

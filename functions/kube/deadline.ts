@@ -31,17 +31,24 @@ export function requestSignal(requestTimeoutMs: number): AbortSignal {
   return invocation ? AbortSignal.any([own, invocation]) : own;
 }
 
+/** The deadline of a budget of `ms` that starts now (ms since the epoch). */
+export const deadlineIn = (ms: number): number => Date.now() + ms;
+
 /**
- * Runs `fn` with a budget of `ms`: API requests made inside abort when it runs
- * out, and the returned promise rejects with DeadlineExceeded at that moment
- * even if `fn` is still unwinding.
+ * Runs `fn` until `deadline` (ms since the epoch): API requests made inside
+ * abort when it passes, and the returned promise rejects with
+ * DeadlineExceeded at that moment even if `fn` is still unwinding. One
+ * deadline per invocation: code that runs for the invocation inherits it
+ * through async context, and a coalesced run gets the latest deadline of the
+ * invocations it answers (coalescer.ts), never a fresh budget of its own.
  */
-export async function withDeadline<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+export async function withDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  const ms = Math.max(0, deadline - Date.now());
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const err = new DeadlineExceeded(`the invocation's budget of ${ms} ms ran out`);
+      const err = new DeadlineExceeded(`the invocation's budget ran out (${ms} ms after this run started)`);
       controller.abort(err);
       reject(err);
     }, ms);

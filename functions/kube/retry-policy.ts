@@ -6,12 +6,14 @@
 import type { ClassifiedError, ErrorClass } from './classify-error.js';
 
 export type Next = 'reobserve' | 'redeliver' | 'settle';
+/** What an invocation asks of Knative once it is over. */
+export type Delivery = Exclude<Next, 'reobserve'>;
 
-/** What one reconcile (of a Gateway or a GatewayClass) reports to the front door. */
+/** What one reconcile (of a Gateway or a GatewayClass) reports to the front door: the (result, next step) pair. */
 export interface InvocationResult<Outcome extends string> {
   outcome: Outcome | 'error';
-  /** True when the caller should answer 503 so the event is delivered again. */
-  retry: boolean;
+  /** Decided by this policy only; the front door turns it into the HTTP answer (answerFor). */
+  next: Delivery;
   statusWritten: boolean;
   attempts: number;
   /** The API failure that decided the outcome, if any. */
@@ -21,9 +23,18 @@ export interface InvocationResult<Outcome extends string> {
 /** A conflict means someone else wrote in between; re-observing settles it within a few rounds. */
 export const MAX_CONFLICT_ATTEMPTS = 5;
 
-/** The HTTP answer Knative acts on: 503 delivers the event again. */
-export function answerFor(next: 'redeliver' | 'settle'): 204 | 503 {
-  return next === 'redeliver' ? 503 : 204;
+/**
+ * The HTTP answer Knative acts on, the only place it is decided: 503 delivers
+ * the event again; an event that is not ours is acknowledged with 202.
+ */
+export function answerFor(next: Delivery, ignored = false): 202 | 204 | 503 {
+  if (next === 'redeliver') return 503;
+  return ignored ? 202 : 204;
+}
+
+/** Several reconciles answered by one invocation: one that needs another delivery makes the whole answer a redelivery. */
+export function combine(...nexts: Delivery[]): Delivery {
+  return nexts.includes('redeliver') ? 'redeliver' : 'settle';
 }
 
 /** A conflict is retried in this invocation while attempts remain, then handed to redelivery. */
@@ -39,6 +50,11 @@ export function afterGatewayFailure(c: ClassifiedError, attempts: number): Next 
   return c.class === 'conflict' ? afterConflict(attempts) : 'redeliver';
 }
 
+/** A failed Gateway status write other than a conflict: the status is unknown to be right, so the event comes again. */
+export function afterStatusWriteFailure(_c: ClassifiedError): Delivery {
+  return 'redeliver';
+}
+
 /** How a failed Deployment write is reported in status (plan-types FailureClass). */
 export type WriteFailureClass = Exclude<ErrorClass, 'conflict'> | 'permanent';
 
@@ -48,7 +64,7 @@ export type WriteFailureClass = Exclude<ErrorClass, 'conflict'> | 'permanent';
  * provisioning: it waits for the user to change something (that change is an
  * event too). Every other failure is delivered again.
  */
-export function afterDeploymentWriteFailure(errorClass: Exclude<ErrorClass, 'conflict'>, action: 'create' | 'update'): { failureClass: WriteFailureClass; next: 'redeliver' | 'settle' } {
+export function afterDeploymentWriteFailure(errorClass: Exclude<ErrorClass, 'conflict'>, action: 'create' | 'update'): { failureClass: WriteFailureClass; next: Delivery } {
   if (action === 'create' && errorClass === 'persistent') return { failureClass: 'permanent', next: 'settle' };
   return { failureClass: errorClass, next: 'redeliver' };
 }
@@ -63,9 +79,17 @@ export function afterClassFailure(c: ClassifiedError, attempts: number): Next {
  * The dead-letter path records RetriesExhausted; only a transient failure of
  * that very record is worth another delivery.
  */
-export function afterDeadLetter(error: ClassifiedError | undefined, failedOutright: boolean): 'redeliver' | 'settle' {
+export function afterDeadLetter(error: ClassifiedError | undefined, failedOutright: boolean): Delivery {
   return error?.class === 'transient' && failedOutright ? 'redeliver' : 'settle';
 }
+
+/** Fan-out could not hand every reconcile request to the sink: the event comes again. */
+export function afterFanOut(undelivered: number): Delivery {
+  return undelivered > 0 ? 'redeliver' : 'settle';
+}
+
+/** Dispatch could not read what it needed, or the invocation's budget ran out: nothing was decided. */
+export const afterDispatchFailure = (): Delivery => 'redeliver';
 
 /**
  * A reconcile request the sink (the Broker) did not take. What Knative's own

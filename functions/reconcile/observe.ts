@@ -3,10 +3,8 @@ import { deploymentName } from './plan/names.js';
 import { readsOf } from './plan/gateway-reads.js';
 import { type ObserveHint } from '../../events/observe-hint.js';
 import type { Observed } from './plan/plan-types.js';
-import type { Settings } from './plan/render-deployment.js';
 import { routeScope } from './plan/route-attachment.js';
 import type { GatewayClass, GatewayConfiguration } from '../../api/schemas.js';
-import type { Template } from './template.js';
 
 /**
  * Reads the current state of one Gateway and everything its plan depends on
@@ -21,7 +19,6 @@ import type { Template } from './template.js';
 export async function observe(
   api: KubeApi,
   key: { namespace: string; name: string },
-  context: { template: Template; settings: Settings; now: string },
   hint?: ObserveHint,
 ): Promise<Observed> {
   const wide = hint?.routeScope !== undefined && hint.routeScope !== 'same';
@@ -34,7 +31,7 @@ export async function observe(
     hint?.routeScope === 'selector' ? api.listNamespaces() : undefined,
   ]);
   const namespaceRoutes = wide ? firstRoutes.filter((r) => r.metadata.namespace === key.namespace) : firstRoutes;
-  const base = { key, deployment, template: context.template, settings: context.settings, now: context.now };
+  const base = { key, deployment };
   if (!gateway) return { ...base, routes: namespaceRoutes, namespaces: null, gateway: null, gatewayClass: null, gatewayConfiguration: null };
 
   // Reads made on the hint's word count only where the Gateway agrees.

@@ -2,7 +2,7 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { HTTP, type CloudEvent } from 'cloudevents';
 import { apiServerEvent, pingEvent } from '../../events/outgoing.js';
 import { GATEWAYS, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { adminConfig, createNamespace, deleteNamespace } from '../support/cluster.js';
 import { configurationSpec, createClass, gatewayBody, LB_AVAILABLE, readGateway } from '../support/fixtures.js';
 import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';

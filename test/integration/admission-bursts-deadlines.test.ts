@@ -3,8 +3,9 @@ import { AppsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { HTTP, type CloudEvent } from 'cloudevents';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS, kubeApi } from '../../functions/kube/kube-api.js';
-import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
-import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
+import { handleEvent } from '../../functions/handle-event.js';
+import { handlerDeps } from '../support/handler-deps.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
@@ -43,7 +44,7 @@ describe('mutating admission', () => {
     await w.setup();
 
     const converging = await auditLog().begin();
-    expect(await reconcile(w.key(), r.deps)).toMatchObject({ outcome: 'applied', retry: false });
+    expect(await reconcile(w.key(), r.deps)).toMatchObject({ outcome: 'applied', next: 'settle' });
     await settleDeploymentStatus(ns);
     // Absorbs the deployment controller's status (LoadBalancerAvailable).
     await reconcile(w.key(), r.deps);
@@ -146,22 +147,16 @@ describe('an API server that accepts connections and never answers', () => {
     });
     const api = kubeApi(kc, { requestTimeoutMs: 60_000 });
     const budgetMs = 1500;
-    const deps = {
-      api,
-      reconcile: { api, template: loadTemplate(TEMPLATE_FILE), settings: { controllerName: CONTROLLER_NAME, lbServiceAccount: LB_SERVICE_ACCOUNT }, clock: () => new Date(), instance: 'test' },
-      scope: { controllerName: CONTROLLER_NAME, namespaces: ['any'] },
-      sink: undefined,
-      budgetMs,
-      queue: reconcileQueue(),
-    };
+    const reconcileDeps = { api, template: loadTemplate(TEMPLATE_FILE), settings: { controllerName: CONTROLLER_NAME, lbServiceAccount: LB_SERVICE_ACCOUNT }, clock: () => new Date(), instance: 'test' };
+    const deps = handlerDeps(reconcileDeps, { namespaces: ['any'], budgetMs });
     const handled = await handleEvent({ kind: 'reconcile', key: { namespace: 'any', name: 'gw' }, cause: undefined }, deps, { type: 'reconcile', id: 'hung' });
-    expect(handled.status).toBe(503);
+    expect(handled.next).toBe('redeliver');
     expect(handled.detail).toMatch(/transient/);
     // The request's own timeout (60 s) was not what ended it: the budget was.
-    expect(handled.detail).toMatch(/budget of 1500 ms/);
+    expect(handled.detail).toMatch(/budget ran out \(1[0-9]{3} ms after/);
     // Dispatch reads are under the same budget.
     const ping = await handleEvent({ kind: 'ping' }, deps, { type: 'ping', id: 'hung-ping' });
-    expect(ping).toMatchObject({ status: 503, outcome: 'deadline-exceeded' });
+    expect(ping).toMatchObject({ next: 'redeliver', outcome: 'deadline-exceeded' });
   });
 });
 

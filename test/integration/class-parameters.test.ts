@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
-import { APPLIED_CONFIGURATION_NAME } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_NAME } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import type { Incoming } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';

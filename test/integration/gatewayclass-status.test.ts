@@ -2,7 +2,8 @@ import { countBy, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { reconcileClass, type ClassReconcileDeps } from '../../functions/gatewayclass/reconcile.js';
-import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
+import { handleEvent } from '../../functions/handle-event.js';
+import { handlerDeps } from '../support/handler-deps.js';
 import { GatewayClassSchema, type GatewayClass } from '../../api/schemas.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { configurationSpec, createClass, createConfiguration } from '../support/fixtures.js';
@@ -37,7 +38,7 @@ describe('GatewayClass status', () => {
 
   it('accepts a class of ours: Accepted, SupportedVersion for the installed v1.6 CRDs, sorted supportedFeatures', async () => {
     const res = await reconcileClass(w.cls(), deps());
-    expect(res).toMatchObject({ outcome: 'accepted', statusWritten: true, retry: false });
+    expect(res).toMatchObject({ outcome: 'accepted', statusWritten: true, next: 'settle' });
     const gc = await readClass(w.cls());
     expect(cond(gc, 'Accepted')).toMatchObject({ status: 'True', reason: 'Accepted', observedGeneration: 1, message: `GatewayClass accepted by ${CONTROLLER_NAME}` });
     expect(cond(gc, 'SupportedVersion')).toMatchObject({ status: 'True', reason: 'SupportedVersion', observedGeneration: 1 });
@@ -73,10 +74,10 @@ describe('GatewayClass status', () => {
     const r = w.r();
     const handled = await handleEvent(
       { kind: 'apiserver', mode: 'ref', action: 'add', resource: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', name: 'shared', namespace: w.ns() }, object: undefined },
-      { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [w.ns()] }, sink: undefined, budgetMs: 60_000, queue: reconcileQueue() },
+      handlerDeps(r.deps, { namespaces: [w.ns()] }),
       { type: 'test', id: 'cfg-add' },
     );
-    expect(handled).toMatchObject({ status: 204, classes: `${w.cls()}:accepted` });
+    expect(handled).toMatchObject({ next: 'settle', classes: `${w.cls()}:accepted` });
     expect(cond(await readClass(w.cls()), 'Accepted')).toMatchObject({ status: 'True', message: expect.stringContaining(`GatewayConfiguration ${w.ns()}/shared`) });
   });
 

@@ -2,7 +2,8 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parseIncoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { GATEWAYS } from '../../functions/kube/kube-api.js';
-import { handleEvent, reconcileQueue } from '../../functions/handle-event.js';
+import { handleEvent } from '../../functions/handle-event.js';
+import { handlerDeps } from '../support/handler-deps.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -31,7 +32,7 @@ describe('a Gateway name of 253 characters', () => {
     expect(name).toHaveLength(253);
     await createConfiguration(ns, 'cfg');
     await createGatewayWith(ns, name, w.cls());
-    expect(await reconcile({ namespace: ns, name }, r.deps)).toMatchObject({ outcome: 'applied', retry: false });
+    expect(await reconcile({ namespace: ns, name }, r.deps)).toMatchObject({ outcome: 'applied', next: 'settle' });
 
     const lb = deploymentName(name);
     expect(lb.length).toBeLessThanOrEqual(63);
@@ -102,9 +103,9 @@ describe('L34Routes from other namespaces (allowedRoutes)', () => {
       else labels['lb.example/shared'] = value;
       await core.replaceNamespace({ name: other, body: { ...live, metadata: { ...live.metadata, labels } } });
     };
-    const deps = { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [ns, other] }, sink: undefined, budgetMs: 60_000, queue: reconcileQueue() };
+    const deps = handlerDeps(r.deps, { namespaces: [ns, other] });
     const resync = async (): Promise<void> => {
-      expect((await handleEvent({ kind: 'ping' }, deps, { type: 'ping', id: 'resync' })).status).toBe(204);
+      expect((await handleEvent({ kind: 'ping' }, deps, { type: 'ping', id: 'resync' })).next).toBe('settle');
     };
     await label('yes');
     await resync();
@@ -123,11 +124,11 @@ describe('L34Routes from other namespaces (allowedRoutes)', () => {
     await reconcile(w.key('all'), r.deps);
     const route = { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'L34Route', metadata: { name: 'x', namespace: other }, spec: { parentRefs: [{ name: 'all', namespace: ns }], destinationCIDRs: ['20.0.0.7/32'] } };
     await createRoute(other, 'x', 'all', ['20.0.0.7/32'], ns);
-    const deps = { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [] }, sink: undefined, budgetMs: 60_000, queue: reconcileQueue() };
+    const deps = handlerDeps(r.deps, { namespaces: [] });
     // The event as the ApiServerSource adapter shapes it, through the front door's parser.
     const incoming = parseIncoming(apiServerEvent('add', route, 'https://127.0.0.1'));
     const handled = await handleEvent(incoming, deps, { type: 'add', id: 'route' });
-    expect(handled).toMatchObject({ status: 204, gateway: `${ns}/all` });
+    expect(handled).toMatchObject({ next: 'settle', gateway: `${ns}/all` });
     expect(await addresses(ns, 'all')).toEqual(['20.0.0.7']);
   });
 });

@@ -54,12 +54,10 @@ const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjects
 
 describe('observe: one read round with a right hint', () => {
   const w = useWorld('rounds');
-  const now = '2026-01-01T00:00:00Z';
 
   async function observed(hint?: ObserveHint, key = w.key()): Promise<{ result: Awaited<ReturnType<typeof observe>>; calls: Call[] }> {
     const r = recording(w.r().api);
-    const deps = w.r().deps;
-    const result = await observe(r.api, key, { template: deps.template, settings: deps.settings, now }, hint);
+    const result = await observe(r.api, key, hint);
     return { result, calls: r.calls };
   }
 

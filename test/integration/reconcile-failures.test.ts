@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { AdmissionregistrationV1Api, AppsV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { adminConfig, statusOf } from '../support/cluster.js';
 import { freezeDeployments } from '../support/policies.js';
@@ -33,7 +33,7 @@ describe('reconcile when the Deployment write fails', () => {
       await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
       const res = await reconcile({ namespace: ns(), name: 'gw' }, r.deps);
       expect(res.outcome).toBe('write-failed');
-      expect(res.retry).toBe(true);
+      expect(res.next).toBe('redeliver');
       expect(res.error?.code).toBe(422);
 
       const gw = await readGateway(ns(), 'gw');
@@ -57,7 +57,7 @@ describe('reconcile when the Deployment write fails', () => {
       const x = await reconcile({ namespace: ns(), name: 'gw' }, r.deps);
       return x.outcome === 'applied' ? x : undefined;
     }, { timeoutMs: 30000, intervalMs: 300 });
-    expect(healed.retry).toBe(false);
+    expect(healed.next).toBe('settle');
     const gw = await readGateway(ns(), 'gw');
     expect(condition(gw, APPLIED)).toMatchObject({ status: 'True', reason: 'Applied' });
     expect(condition(gw, 'Programmed')?.message).toContain('generation 2');
@@ -101,7 +101,7 @@ describe('reconcile when the Deployment write fails', () => {
       }, { timeoutMs: 30000, intervalMs: 200 });
       await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 4, enforceReplicas: true } }));
       const res = await reconcile(w.key(), r.deps);
-      expect(res).toMatchObject({ outcome: 'write-failed', retry: true, deploymentWritten: false, statusWritten: true });
+      expect(res).toMatchObject({ outcome: 'write-failed', next: 'redeliver', deploymentWritten: false, statusWritten: true });
       expect(res.error).toMatchObject({ class: 'transient', code: 500 });
       const gw = await readGateway(ns(), 'gw');
       expect(condition(gw, 'Programmed')).toEqual(condition(before, 'Programmed'));

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { AppsV1Api, CustomObjectsApi, loadYaml } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAYS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_UID } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_UID } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { parseTemplate, type Template } from '../../functions/reconcile/template.js';
 import { adminConfig, statusOf } from '../support/cluster.js';
@@ -73,7 +73,7 @@ describe('reconcile rules', () => {
       };
       await custom().createNamespacedCustomObject({ ...GATEWAYS, namespace: ns(), body });
       const res = await reconcile(w.key(), opts.templateNetworks ? { ...r.deps, template: templateWithNetworks(opts.templateNetworks) } : r.deps);
-      expect(res).toMatchObject({ outcome: 'invalid', deploymentWritten: false, retry: false });
+      expect(res).toMatchObject({ outcome: 'invalid', deploymentWritten: false, next: 'settle' });
       const gw = await readGateway(ns(), 'gw');
       expect(condition(gw, 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidParameters' });
       expect(condition(gw, 'Accepted')?.message).toContain(offending);
@@ -111,7 +111,7 @@ describe('reconcile rules', () => {
     const before = await ownParts();
     await w.setup();
     const res = await reconcile(w.key(), r.deps);
-    expect(res).toMatchObject({ outcome: 'collision', deploymentWritten: false, retry: false });
+    expect(res).toMatchObject({ outcome: 'collision', deploymentWritten: false, next: 'settle' });
     const gw = await readGateway(ns(), 'gw');
     expect(condition(gw, 'Programmed')).toMatchObject({ status: 'False', reason: 'Invalid' });
     expect(condition(gw, 'Programmed')?.message).toContain('no controller');

@@ -1,13 +1,7 @@
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  APPLIED_CONFIGURATION_NAME,
-  APPLIED_CONFIGURATION_UID,
-  APPLIED_GATEWAY_GENERATION,
-  TEMPLATE_HASH,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { auditLog } from '../support/cluster.js';
 import { useWorld } from '../support/world.js';
@@ -43,7 +37,7 @@ describe('reconcile', () => {
     await createRoute(ns(), 'r1', 'gw', ['20.0.0.2/32']);
     await createRoute(ns(), 'r2', 'gw', ['20.0.0.1/32', '20.0.0.2/32']);
     const res = await reconcile({ namespace: ns(), name: 'gw' }, r.deps);
-    expect(res).toMatchObject({ outcome: 'applied', retry: false, deploymentWritten: true, statusWritten: true });
+    expect(res).toMatchObject({ outcome: 'applied', next: 'settle', deploymentWritten: true, statusWritten: true });
 
     const gw = await readGateway(ns(), 'gw');
     const d = await readDeployment(ns(), 'sllbr-gw');

@@ -3,7 +3,8 @@ import { parseIncoming } from '../../events/incoming.js';
 import { startBrokerStandIn } from '../../bench/lib/broker-stand-in.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
-import { handleEvent, reconcileQueue, type Handled, type HandlerDeps } from '../../functions/handle-event.js';
+import { handleEvent, type Handled } from '../../functions/handle-event.js';
+import { handlerDeps } from '../support/handler-deps.js';
 import { DEPLOYMENTS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -26,10 +27,7 @@ function requestsOf(events: AuditEvent[], user: string): AuditEvent[] {
 describe('resync by lists', () => {
   const w = useWorld('resync');
 
-  const deps = (sink?: string): HandlerDeps => {
-    const r = w.r();
-    return { api: r.api, reconcile: r.deps, scope: { controllerName: r.deps.settings.controllerName, namespaces: [w.ns()] }, sink, localConcurrency: 8, budgetMs: 120_000, queue: reconcileQueue() };
-  };
+  const deps = (sink?: string) => handlerDeps(w.r().deps, { namespaces: [w.ns()], sink, localConcurrency: 8, budgetMs: 120_000 });
   const pass = (sink?: string): Promise<Handled> => handleEvent({ kind: 'ping' }, deps(sink), { type: 'dev.knative.sources.ping', id: `resync-${Date.now()}` });
 
   /**
@@ -41,7 +39,7 @@ describe('resync by lists', () => {
     const apps = adminConfig().makeApiClient(AppsV1Api);
     await waitFor('a resync pass that finds nothing drifted, with every LB Deployment observed', async () => {
       const h = await pass();
-      expect(h.status).toBe(204);
+      expect(h.next).toBe('settle');
       if (h.outcome !== 'no-gateway-affected') return undefined;
       const lb = (await apps.listNamespacedDeployment({ namespace: w.ns() })).items;
       return lb.every((d) => d.status?.observedGeneration === d.metadata?.generation) ? true : undefined;
@@ -68,7 +66,7 @@ describe('resync by lists', () => {
     const quiet = await auditLog().begin();
     const inSync = await pass();
     const quietEvents = requestsOf(await quiet.end(), user);
-    expect(inSync).toMatchObject({ status: 204, outcome: 'no-gateway-affected', gateways: 0, planned: GATEWAYS });
+    expect(inSync).toMatchObject({ next: 'settle', outcome: 'no-gateway-affected', gateways: 0, planned: GATEWAYS });
     expect(quietEvents.length).toBeLessThanOrEqual(12);
     expect(inSync.requests).toBe(quietEvents.length);
     expect(quietEvents.filter((e) => WRITE_VERBS.includes(e.verb))).toEqual([]);
@@ -82,7 +80,7 @@ describe('resync by lists', () => {
     const window = await auditLog().begin();
     const repaired = await pass();
     const repairEvents = requestsOf(await window.end(), user);
-    expect(repaired).toMatchObject({ status: 204, outcome: 'applied', gateway: `${ns}/${edited}`, planned: GATEWAYS });
+    expect(repaired).toMatchObject({ next: 'settle', outcome: 'applied', gateway: `${ns}/${edited}`, planned: GATEWAYS });
     // Every Gateway read or status write, and every Deployment write, is of that one.
     const gatewayNames = new Set(repairEvents.filter((e) => e.objectRef?.resource === 'gateways' && e.verb !== 'list').map((e) => e.objectRef?.name));
     expect([...gatewayNames]).toEqual([edited]);
@@ -106,7 +104,7 @@ describe('resync by lists', () => {
     const sink = await startBrokerStandIn();
     try {
       const h = await pass(sink.url);
-      expect(h).toMatchObject({ status: 204, outcome: 'fanned-out', gateways: drifted.length, planned: few.length });
+      expect(h).toMatchObject({ next: 'settle', outcome: 'fanned-out', gateways: drifted.length, planned: few.length });
       expect(sink.keys.sort()).toEqual(drifted.map((n) => `${ns}/${n}`));
     } finally {
       await sink.close();

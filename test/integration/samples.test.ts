@@ -1,7 +1,8 @@
 import { CustomObjectsApi, CoreV1Api } from '@kubernetes/client-node';
 import { applySamples } from '../../tools/dev/embedded-cluster.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
-import { NETWORKS_ANNOTATION, parseNetworksAnnotation } from '../../functions/reconcile/plan/nad-networks.js';
+import { parseNetworksAnnotation } from '../../functions/reconcile/plan/nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../api/names.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, statusOf } from '../support/cluster.js';
 import { condition, readDeployment, readGateway } from '../support/fixtures.js';
@@ -26,7 +27,7 @@ describe('infra/samples', () => {
     expect(applied.some((a) => a.includes('NetworkAttachmentDefinition'))).toBe(true);
     const r = await controllerIdentity(NAMESPACE);
     const key = { namespace: NAMESPACE, name: 'sllb-a' };
-    expect(await reconcile(key, r.deps)).toMatchObject({ outcome: 'applied', retry: false });
+    expect(await reconcile(key, r.deps)).toMatchObject({ outcome: 'applied', next: 'settle' });
 
     const d = await readDeployment(NAMESPACE, 'sllbr-sllb-a');
     const value = d.spec?.template.metadata?.annotations?.[NETWORKS_ANNOTATION];

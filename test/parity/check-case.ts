@@ -1,4 +1,5 @@
-import { NETWORKS_ANNOTATION, parseNetworksAnnotation } from '../../functions/reconcile/plan/nad-networks.js';
+import { parseNetworksAnnotation } from '../../functions/reconcile/plan/nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../api/names.js';
 import type { Condition } from '../../api/schemas.js';
 import { ABSENT, expected, fieldAt, type ParityCase } from './meridio2-cases.js';
 

@@ -1,6 +1,6 @@
 import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../api/schemas.js';
 import { gatewayBody, routeBody } from '../../tools/gateway-manifest.js';
 import { adminConfig } from './cluster.js';

@@ -1,10 +1,9 @@
 import { classesDefaultingTo, gatewaysDefaultedBy } from '../../functions/dispatch/class-defaults.js';
 import { currentState } from '../../functions/reconcile/plan/applied-annotations.js';
 import { effectiveParametersRef } from '../../functions/reconcile/plan/parameters-ref.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
 import { GatewayClassSchema, GatewayConfigurationSchema, type GatewayClass } from '../../api/schemas.js';
 import { validateParameters } from '../../functions/reconcile/plan/validate-configuration.js';
-import { CONTROLLER, gateway, gatewayConfiguration, NS, observed, templateDeployment } from './reconcile-fixtures.js';
+import { CONTROLLER, gateway, gatewayConfiguration, NS, observed, templateDeployment, plan } from './reconcile-fixtures.js';
 
 // A GatewayClass's spec.parametersRef is the default for Gateways without
 // their own (GEP-1867); the Gateway's own reference wins.

@@ -40,7 +40,7 @@ async function start(handle?: ServerOptions['handle'], extra: Partial<ServerOpti
     log: silent,
     handle: async (incoming, event) => {
       calls.push({ incoming, event });
-      return handle ? handle(incoming, event) : { status: 204, outcome: 'ok' };
+      return handle ? handle(incoming, event) : { next: 'settle', outcome: 'ok' };
     },
     ...extra,
   });
@@ -256,7 +256,7 @@ describe('well-formed events', () => {
   });
 
   it('a well-formed event that is not ours still reaches the handler (it answers 2xx)', async () => {
-    const { url, calls } = await start(async (incoming) => ({ status: 202, outcome: incoming.kind }));
+    const { url, calls } = await start(async (incoming) => ({ next: 'settle', ignored: true, outcome: incoming.kind }));
     const e = new CloudEvent({ id: 'x', source: '/test', type: 'com.example.other', datacontenttype: 'application/json', data: { a: 1 } });
     await expectEmpty(await post(`${url}/`, binary(e)), 202);
     expect(calls[0]?.incoming).toEqual({ kind: 'ignored', reason: expect.stringContaining('com.example.other') });
@@ -279,8 +279,12 @@ describe('well-formed events', () => {
     expect(calls[0]?.incoming).toEqual({ kind: 'dead-letter', key: KEY, error: { code: 500, destination: 'http://broker', data: 'boom' } });
   });
 
-  it.each([204, 202, 503] as const)('a handled event answers the handler\'s status %i with an empty body', async (status) => {
-    const { url } = await start(async () => ({ status, outcome: 'x', detail: 'details stay in the log' }));
+  it.each([
+    [204, { next: 'settle' }],
+    [202, { next: 'settle', ignored: true }],
+    [503, { next: 'redeliver' }],
+  ] as const)('a handled event answers %i for %j, with an empty body', async (status, decision) => {
+    const { url } = await start(async () => ({ ...decision, outcome: 'x', detail: 'details stay in the log' }));
     const res = await post(`${url}/`, binary(reconcileEvent(KEY)));
     expect(res.headers.get('content-length')).toBe('0');
     expect(res.headers.get('content-type')).toBeNull();
@@ -296,7 +300,7 @@ describe('handler failures', () => {
     const { url, calls } = await start(
       async () => {
         if (fail) throw new Error('kaboom');
-        return { status: 204, outcome: 'ok' };
+        return { next: 'settle', outcome: 'ok' };
       },
       { log },
     );
@@ -310,7 +314,7 @@ describe('handler failures', () => {
   it('logs each handled event with its id, type, outcome and duration', async () => {
     const lines: object[] = [];
     const log: Logger = { ...silent, info: (obj) => lines.push(obj) };
-    const { url } = await start(async () => ({ status: 204, outcome: 'reconciled', gateway: 'team-a/gw1' }), { log });
+    const { url } = await start(async () => ({ next: 'settle', outcome: 'reconciled', gateway: 'team-a/gw1' }), { log });
     const e = reconcileEvent(KEY);
     await post(`${url}/`, binary(e));
     expect(lines).toEqual([expect.objectContaining({ eventId: e.id, type: RECONCILE_TYPE, gateway: 'team-a/gw1', outcome: 'reconciled', status: 204, durationMs: expect.any(Number) })]);
@@ -389,7 +393,7 @@ describe('graceful drain', () => {
     const { url, fn, calls } = await start(async () => {
       entered();
       await gate;
-      return { status: 202, outcome: 'slow' };
+      return { next: 'settle', ignored: true, outcome: 'slow' };
     });
 
     const first = post(`${url}/`, binary(reconcileEvent(KEY)));

@@ -6,13 +6,7 @@ import { API_SOURCE_REF_TYPES, EMITTED_TYPES, PATHS, RECEIVED_TYPES } from '../.
 import { WATCHED_KINDS, WATCHED_RESOURCES, type WatchedKind } from '../../api/watched-resources.js';
 import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
 import { loadConfig } from '../../functions/config.js';
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  APPLIED_CONFIGURATION_NAME,
-  APPLIED_CONFIGURATION_UID,
-  APPLIED_GATEWAY_GENERATION,
-  TEMPLATE_HASH,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH } from '../../api/names.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
 

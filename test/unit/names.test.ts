@@ -1,8 +1,7 @@
 import { boundedName, deploymentName, gatewayNameLabel } from '../../functions/reconcile/plan/names.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
 import { renderedProblem } from '../../functions/reconcile/plan/rendered-checks.js';
 import { DeploymentSchema } from '../../api/schemas.js';
-import { gateway, observed } from './reconcile-fixtures.js';
+import { gateway, observed, plan, settle } from './reconcile-fixtures.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
@@ -39,7 +38,7 @@ describe('names of any legal length', () => {
   it('refuses (Accepted=False) a render the server would reject', () => {
     const bad = DeploymentSchema.parse({ metadata: { name: 'sllbr-x', labels: { team: 'not ok!' } }, spec: { template: { spec: { containers: [] } } } });
     expect(renderedProblem(bad)).toContain('team="not ok!"');
-    const p = plan(observed({ gateway: gateway({ labels: { team: 'x'.repeat(64) } }) }));
+    const p = settle(observed({ gateway: gateway({ labels: { team: 'x'.repeat(64) } }) }));
     expect(p.outcome).toBe('invalid');
     expect(p.status?.conditions.find((c) => c.type === 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidParameters' });
   });

@@ -1,14 +1,12 @@
 // The Meridio-2 parity table through the pure planner (and a stand-in for the
 // server's defaulting); test/integration/parity.test.ts runs the same rows on
 // the real API server.
-import { plan } from '../../functions/reconcile/plan/plan.js';
-import { type Observed } from '../../functions/reconcile/plan/plan-types.js';
 import { GatewayConfigurationSchema } from '../../api/schemas.js';
 import { checkCase } from '../parity/check-case.js';
 import { BASE_CONFIGURATION, CASES, fieldAt, parentPath, templateFor, type ParityCase } from '../parity/meridio2-cases.js';
-import { GC, GC_UID, NS, gateway, observed, simulateServer } from './reconcile-fixtures.js';
+import { GC, GC_UID, NS, gateway, observed, invoke, plan, type Scenario } from './reconcile-fixtures.js';
 
-function observedFor(c: ParityCase): Observed {
+function observedFor(c: ParityCase): Scenario {
   const configuration = GatewayConfigurationSchema.parse({
     apiVersion: 'meridio-2.nordix.org/v1alpha1',
     kind: 'GatewayConfiguration',
@@ -30,14 +28,8 @@ function renderFor(c: ParityCase): unknown {
 describe('Meridio-2 parity (planner)', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
     const o = observedFor(c);
-    const first = plan(o);
-    let deployment = null;
-    let final = first;
-    if (first.deployment.action === 'create') {
-      deployment = simulateServer(first.deployment.object, null, '1');
-      final = plan({ ...o, deployment, write: { ok: true, before: null } });
-    }
-    checkCase(c, 'gw1', deployment, final.status?.conditions ?? []);
+    const { plan: final, next } = invoke(o);
+    checkCase(c, 'gw1', next.deployment, final.status?.conditions ?? []);
   });
 
   it('paths resolve escaped dots, names and indexes (so an ABSENT check cannot pass by a typo)', () => {

@@ -2,11 +2,11 @@
 // differs from the render (an image mirror, an added Pod annotation, a fought
 // replica count). The planner records the admitted form once and then stays
 // quiet, yet still corrects a person's edit of an owned field.
-import { ADMITTED_SPEC_ANNOTATION } from '../../functions/reconcile/plan/admission-record.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
-import type { Observed } from '../../functions/reconcile/plan/plan-types.js';
+import { ADMITTED_SPEC_ANNOTATION } from '../../api/names.js';
+import { planStatus } from '../../functions/reconcile/plan/plan.js';
+import type { SettledPlan } from '../../functions/reconcile/plan/plan-types.js';
 import { DeploymentSchema, type Deployment } from '../../api/schemas.js';
-import { LATER, gatewayConfiguration, observed, simulateServer, withStatus } from './reconcile-fixtures.js';
+import { LATER, gatewayConfiguration, observed, simulateServer, withStatus, plan, type Scenario } from './reconcile-fixtures.js';
 
 type Admission = (d: Deployment) => Deployment;
 
@@ -31,15 +31,17 @@ function store(body: Deployment, previous: Deployment | null, admit: Admission):
 }
 
 /** One invocation with the I/O layer's contract, including the follow-up record write. */
-function run(o: Observed, admit: Admission) {
+function run(o: Scenario, admit: Admission) {
   const first = plan(o);
-  let final = first;
+  let final: SettledPlan;
   let deployment = o.deployment;
   let writes = 0;
-  if (first.deployment.action === 'create' || first.deployment.action === 'update') {
+  if (first.outcome === 'needs-write') {
     deployment = store(first.deployment.object, o.deployment, admit);
     writes += 1;
-    final = plan({ ...o, deployment, write: { ok: true, before: o.deployment } });
+    final = planStatus(first.pending, { ok: true, written: deployment });
+  } else {
+    final = first;
   }
   if (final.deployment.action === 'record-admission' && deployment) {
     // A metadata-only merge patch: the spec, and so the generation, stay.

@@ -1,15 +1,5 @@
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  APPLIED_CONFIGURATION_NAME,
-  APPLIED_CONFIGURATION_UID,
-  APPLIED_GATEWAY_GENERATION,
-  TEMPLATE_HASH,
-  appliedAnnotations,
-  currentState,
-  readAppliedState,
-  sameConfiguration,
-  sameState,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { appliedAnnotations, currentState, readAppliedState, sameConfiguration, sameState } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH } from '../../api/names.js';
 import { DeploymentSchema } from '../../api/schemas.js';
 import { gateway, gatewayConfiguration, templateDeployment } from './reconcile-fixtures.js';
 

@@ -1,8 +1,8 @@
 // Fixtures for the reconcile planner's unit tests: a small LB template (three
 // containers, like Meridio-2's), builders for the objects the planner reads,
 // and a stand-in for the API server's defaulting of a written Deployment.
-import { plan } from '../../functions/reconcile/plan/plan.js';
-import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
+import { plan as planGateway, planStatus } from '../../functions/reconcile/plan/plan.js';
+import type { Observed, Plan, PlanInput, SettledPlan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
 import { parseQuantity } from '../../functions/reconcile/plan/quantity.js';
 import {
   DeploymentSchema,
@@ -168,7 +168,22 @@ export function route(
   });
 }
 
-export function observed(overrides: Partial<Observed> = {}): Observed {
+/** Everything one plan() call takes, in one object for the tests' convenience: the API objects, the input and the clock. */
+export type Scenario = Observed & PlanInput & { now: string };
+
+export function plan(s: Scenario): Plan {
+  const { template, settings, retriesExhausted, now, ...observed } = s;
+  return planGateway(observed, { template, settings, ...(retriesExhausted ? { retriesExhausted } : {}) }, now);
+}
+
+/** The plan of a scenario that needs no Deployment write (fails the test otherwise). */
+export function settle(s: Scenario): SettledPlan {
+  const p = plan(s);
+  if (p.outcome === 'needs-write') throw new Error(`expected a settled plan, got a ${p.deployment.action}`);
+  return p;
+}
+
+export function observed(overrides: Partial<Scenario> = {}): Scenario {
   return {
     key: { namespace: NS, name: GW },
     gateway: gateway(),
@@ -272,20 +287,22 @@ let resourceVersion = 1000;
 
 /**
  * One invocation of the I/O layer, as the planner's contract describes it:
- * plan, write if asked (succeeding, or failing with `failure`), plan again,
- * store the status.
+ * plan, write if asked (succeeding, or failing with `failure`), plan status
+ * from the write's outcome, store the status.
  */
-export function invoke(o: Observed, failure?: WriteFailure): { first: Plan; plan: Plan; next: Observed } {
+export function invoke(o: Scenario, failure?: WriteFailure): { first: Plan; plan: SettledPlan; next: Scenario } {
   const first = plan(o);
-  let final = first;
+  let final: SettledPlan;
   let deployment = o.deployment;
-  if (first.deployment.action === 'create' || first.deployment.action === 'update') {
+  if (first.outcome === 'needs-write') {
     if (failure) {
-      final = plan({ ...o, write: { ok: false, failure } });
+      final = planStatus(first.pending, { ok: false, failure });
     } else {
       deployment = simulateServer(first.deployment.object, o.deployment, String((resourceVersion += 1)));
-      final = plan({ ...o, deployment, write: { ok: true, before: o.deployment } });
+      final = planStatus(first.pending, { ok: true, written: deployment });
     }
+  } else {
+    final = first;
   }
   const gw = o.gateway && final.statusChanged ? withStatus(o.gateway, final.status) : o.gateway;
   return { first, plan: final, next: { ...o, gateway: gw, deployment } };

@@ -1,7 +1,6 @@
 import { listenerStatuses, listenersEqual, storedListeners } from '../../functions/reconcile/plan/listener-status.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
 import { GatewaySchema, type Gateway } from '../../api/schemas.js';
-import { gateway, LATER, NOW, observed, route } from './reconcile-fixtures.js';
+import { gateway, LATER, NOW, observed, route, settle } from './reconcile-fixtures.js';
 
 // Listener status is pure: the Gateway's listeners, the namespace's routes and
 // the Gateway's Programmed verdict in; one entry per listener out.
@@ -98,11 +97,11 @@ describe('listener status', () => {
 
   it('is part of the one status the planner writes, and a change in attachment alone is a status change', () => {
     // No GatewayConfiguration: the plan writes status without a Deployment write.
-    const first = plan(observed({ gatewayConfiguration: null }));
+    const first = settle(observed({ gatewayConfiguration: null }));
     expect(first.status?.listeners?.map((l) => l.name)).toEqual(['all']);
     const stored = gateway({ status: JSON.parse(JSON.stringify(first.status)) as Record<string, unknown> });
-    expect(plan(observed({ gatewayConfiguration: null, gateway: stored, now: LATER })).statusChanged).toBe(false);
-    const attached = plan(observed({ gatewayConfiguration: null, gateway: stored, now: LATER, routes: [route('r', ['10.0.0.1/32'])] }));
+    expect(settle(observed({ gatewayConfiguration: null, gateway: stored, now: LATER })).statusChanged).toBe(false);
+    const attached = settle(observed({ gatewayConfiguration: null, gateway: stored, now: LATER, routes: [route('r', ['10.0.0.1/32'])] }));
     expect(attached.statusChanged).toBe(true);
     expect(attached.status?.listeners?.[0]?.attachedRoutes).toBe(1);
   });

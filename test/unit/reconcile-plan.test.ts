@@ -1,41 +1,21 @@
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  APPLIED_GATEWAY_GENERATION,
-  TEMPLATE_HASH as TEMPLATE_HASH_KEY,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
-import type { Observed, Plan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
+import type { SettledPlan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
 import { DeploymentSchema, type Condition, type Deployment } from '../../api/schemas.js';
-import {
-  CONTROLLER,
-  GC,
-  GW,
-  LATER,
-  NOW,
-  NS,
-  gateway,
-  gatewayClass,
-  gatewayConfiguration,
-  observed,
-  route,
-  simulateServer,
-  withStatus,
-  invoke,
-} from './reconcile-fixtures.js';
+import { CONTROLLER, GC, GW, LATER, NOW, NS, gateway, gatewayClass, gatewayConfiguration, observed, route, simulateServer, withStatus, invoke, plan, settle, type Scenario } from './reconcile-fixtures.js';
 
 const DEPLOYMENT = `${NS}/sllbr-${GW}`;
 
-function cond(p: Plan, type: string): Condition | undefined {
+function cond(p: SettledPlan, type: string): Condition | undefined {
   return p.status?.conditions.find((c) => c.type === type);
 }
 
-function settled(o: Observed): Observed {
+function settled(o: Scenario): Scenario {
   return invoke(o).next;
 }
 
-function expectQuiet(o: Observed): void {
-  const again = plan({ ...o, now: LATER });
+function expectQuiet(o: Scenario): void {
+  const again = settle({ ...o, now: LATER });
   expect(again.deployment).toEqual({ action: 'none' });
   expect(again.statusChanged).toBe(false);
   expect(again.events).toEqual([]);
@@ -77,7 +57,7 @@ describe('plan: ownership transfer', () => {
   it('resets an Accepted=True we set to Unknown/Pending and touches nothing else', () => {
     const ours = settled(settled(observed({ routes: [route('r', ['20.0.0.1/32'])] })));
     const before = ours.gateway!.status!;
-    const moved = plan({ ...ours, gatewayClass: gatewayClass('example.com/other'), now: LATER });
+    const moved = settle({ ...ours, gatewayClass: gatewayClass('example.com/other'), now: LATER });
     expect(moved.outcome).toBe('not-ours');
     expect(moved.deployment).toEqual({ action: 'none' });
     expect(moved.statusChanged).toBe(true);
@@ -106,7 +86,7 @@ describe('plan: ownership transfer', () => {
         ],
       },
     });
-    expect(plan(observed({ gateway: gw, gatewayClass: gatewayClass('example.com/other') })).status).toBeNull();
+    expect(settle(observed({ gateway: gw, gatewayClass: gatewayClass('example.com/other') })).status).toBeNull();
   });
 });
 
@@ -116,8 +96,8 @@ describe('plan: create, apply, stay quiet', () => {
     const first = plan(o);
     expect(first.outcome).toBe('needs-write');
     expect(first.deployment.action).toBe('create');
-    expect(first.status).toBeNull();
-    expect(first.events).toEqual([]);
+    // Status and Events wait for the write's outcome (planStatus).
+    expect(Object.keys(first).sort()).toEqual(['deployment', 'outcome', 'pending']);
     if (first.deployment.action !== 'create') return;
     expect(first.deployment.object.metadata.name).toBe(`sllbr-${GW}`);
 
@@ -176,9 +156,9 @@ describe('plan: create, apply, stay quiet', () => {
 
   it('reports LB availability from the Deployment status', () => {
     const o = settled(observed());
-    const up = plan({ ...o, deployment: withAvailability(o.deployment!, 2) });
+    const up = settle({ ...o, deployment: withAvailability(o.deployment!, 2) });
     expect(cond(up, CONDITION_LB_AVAILABLE)).toMatchObject({ status: 'True', reason: 'Available', message: '2/2 LB replicas available' });
-    const down = plan({ ...o, deployment: withAvailability(o.deployment!, 0) });
+    const down = settle({ ...o, deployment: withAvailability(o.deployment!, 0) });
     expect(cond(down, CONDITION_LB_AVAILABLE)).toMatchObject({
       status: 'False',
       reason: 'NoAvailableReplicas',
@@ -237,7 +217,7 @@ describe('plan: create, apply, stay quiet', () => {
 
   it('updates addresses alone when routes change', () => {
     const o = settled(observed());
-    const p = plan({ ...o, routes: [route('r', ['fd00::1/128'])] });
+    const p = settle({ ...o, routes: [route('r', ['fd00::1/128'])] });
     expect(p.deployment).toEqual({ action: 'none' });
     expect(p.statusChanged).toBe(true);
     expect(p.status?.addresses).toEqual([{ type: 'IPAddress', value: 'fd00::1' }]);
@@ -318,25 +298,35 @@ describe('plan: write failures', () => {
     expect(cond(p, CONDITION_ACCEPTED)).toMatchObject({ status: 'True' });
   });
 
-  it('retries exhausted: Applied=False/RetriesExhausted, with status even though a write is due', () => {
+  it('retries exhausted and the write fails again: Applied=False/RetriesExhausted with the last error', () => {
     const o = settled(observed());
-    const p = plan({
+    const deadLettered = {
       ...o,
       gatewayConfiguration: gatewayConfiguration({}, { generation: 2 }),
       retriesExhausted: { message: 'event abc dead-lettered after 5 attempts (HTTP 503)' },
-    });
-    expect(p.deployment.action).toBe('update');
+    };
+    // The dead-letter path still tries the write once; status follows its outcome.
+    const { first, plan: p } = invoke(deadLettered, { class: 'transient', code: 503, message: 'etcd leader changed' });
+    expect(first.deployment.action).toBe('update');
     expect(p.statusChanged).toBe(true);
     expect(cond(p, CONDITION_APPLIED)).toMatchObject({ status: 'False', reason: 'RetriesExhausted' });
     expect(cond(p, CONDITION_APPLIED)?.message).toContain('generation 1 applied, latest is generation 2');
     expect(cond(p, CONDITION_APPLIED)?.message).toContain('event abc dead-lettered');
+    expect(cond(p, CONDITION_APPLIED)?.message).toContain('last error: etcd leader changed (HTTP 503)');
     expect(cond(p, CONDITION_PROGRAMMED)).toMatchObject({ status: 'True' });
     expect(p.events).toMatchObject([{ type: 'Warning', reason: 'RetriesExhausted' }]);
   });
 
+  it('retries exhausted but the late write succeeds: Applied=True', () => {
+    const o = settled(observed());
+    const { plan: p } = invoke({ ...o, gatewayConfiguration: gatewayConfiguration({}, { generation: 2 }), retriesExhausted: { message: 'late' } });
+    expect(p.outcome).toBe('applied');
+    expect(cond(p, CONDITION_APPLIED)).toMatchObject({ status: 'True', reason: 'Applied' });
+  });
+
   it('retries exhausted but already applied: Applied stays True', () => {
     const o = settled(observed());
-    const p = plan({ ...o, retriesExhausted: { message: 'late dead letter' } });
+    const p = settle({ ...o, retriesExhausted: { message: 'late dead letter' } });
     expect(cond(p, CONDITION_APPLIED)).toMatchObject({ status: 'True' });
     expect(p.statusChanged).toBe(false);
     expect(p.events).toEqual([]);
@@ -359,7 +349,7 @@ describe('plan: name collision', () => {
     [[{ apiVersion: 'v1', kind: 'ConfigMap', name: 'cm', uid: 'u' }], 'no controller'],
   ])('refuses to adopt a Deployment controlled by %j', (owners, owner) => {
     const o = observed({ deployment: foreign(owners) });
-    const p = plan(o);
+    const p = settle(o);
     expect(p.outcome).toBe('collision');
     expect(p.deployment).toEqual({ action: 'none' });
     expect(cond(p, CONDITION_PROGRAMMED)).toMatchObject({
@@ -381,7 +371,7 @@ describe('plan: invalid parameters', () => {
 
   it('without a Deployment: Accepted=False, Programmed=False/Invalid, Applied Unknown/Pending, one Warning', () => {
     const o = observed({ gateway: noRef() });
-    const p = plan(o);
+    const p = settle(o);
     expect(p.outcome).toBe('invalid');
     expect(p.deployment).toEqual({ action: 'none' });
     expect(cond(p, CONDITION_ACCEPTED)).toMatchObject({ status: 'False', reason: 'InvalidParameters' });
@@ -400,7 +390,7 @@ describe('plan: invalid parameters', () => {
       ...o,
       gatewayConfiguration: gatewayConfiguration({ internalSubnets: [{ cidr: '0.0.0.0/0' }] }, { generation: 2 }),
     };
-    const p = plan(invalid);
+    const p = settle(invalid);
     expect(p.deployment).toEqual({ action: 'none' });
     expect(cond(p, CONDITION_ACCEPTED)?.message).toContain('"0.0.0.0/0" is a default route');
     expect(cond(p, CONDITION_PROGRAMMED)).toMatchObject({
@@ -413,7 +403,7 @@ describe('plan: invalid parameters', () => {
   });
 
   it('a missing GatewayConfiguration', () => {
-    const p = plan(observed({ gatewayConfiguration: null }));
+    const p = settle(observed({ gatewayConfiguration: null }));
     expect(cond(p, CONDITION_ACCEPTED)?.message).toBe(`GatewayConfiguration "${NS}/${GC}" not found`);
   });
 

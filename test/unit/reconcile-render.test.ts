@@ -1,7 +1,4 @@
-import {
-  APPLIED_CONFIGURATION_GENERATION,
-  TEMPLATE_HASH as TEMPLATE_HASH_KEY,
-} from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import {
   ROUTER_CONTAINER,
   renderDeployment,

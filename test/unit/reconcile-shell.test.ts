@@ -6,22 +6,9 @@
 import { ApiException } from '@kubernetes/client-node';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
 import { CONDITION_APPLIED } from '../../api/names.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
 import { reconcile, type ReconcileDeps } from '../../functions/reconcile/reconcile.js';
 import type { Deployment, Gateway } from '../../api/schemas.js';
-import {
-  CONTROLLER,
-  GW,
-  LB_SERVICE_ACCOUNT,
-  NS,
-  TEMPLATE_HASH,
-  gateway,
-  gatewayClass,
-  gatewayConfiguration,
-  observed,
-  simulateServer,
-  templateDeployment,
-} from './reconcile-fixtures.js';
+import { CONTROLLER, GW, LB_SERVICE_ACCOUNT, NS, TEMPLATE_HASH, gateway, gatewayClass, gatewayConfiguration, observed, simulateServer, templateDeployment, plan } from './reconcile-fixtures.js';
 
 type Failing = 'replaceDeployment' | 'replaceGatewayStatus';
 
@@ -103,7 +90,7 @@ describe('reconcile shell: a fresh result per attempt', () => {
     const world = stubApi({ gateway: gateway(), deployment: applied }, { replaceDeployment: [503], replaceGatewayStatus: [409] });
     const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
     expect(world.calls).toEqual(['replaceDeployment:503', 'replaceGatewayStatus:409', 'replaceDeployment:ok', 'replaceGatewayStatus:ok']);
-    expect(result).toMatchObject({ outcome: 'applied', retry: false, deploymentWritten: true, statusWritten: true, attempts: 2 });
+    expect(result).toMatchObject({ outcome: 'applied', next: 'settle', deploymentWritten: true, statusWritten: true, attempts: 2 });
     expect(result.error).toBeUndefined();
     const conditions = world.state().gateway.status?.conditions ?? [];
     expect(conditions.find((c) => c.type === CONDITION_APPLIED)).toMatchObject({ status: 'True', reason: 'Applied' });
@@ -112,7 +99,7 @@ describe('reconcile shell: a fresh result per attempt', () => {
   it('a 503 that is the last word still asks for redelivery', async () => {
     const world = stubApi({ gateway: gateway(), deployment: applied }, { replaceDeployment: [503] });
     const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
-    expect(result).toMatchObject({ outcome: 'write-failed', retry: true, deploymentWritten: false, statusWritten: true, attempts: 1 });
+    expect(result).toMatchObject({ outcome: 'write-failed', next: 'redeliver', deploymentWritten: false, statusWritten: true, attempts: 1 });
     expect(result.error).toMatchObject({ class: 'transient', code: 503 });
   });
 });

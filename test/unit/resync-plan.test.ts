@@ -4,15 +4,13 @@
 import fc from 'fast-check';
 import { classDrifts, gatewayDrifts, indexRoutes, observedFromLists, objectKey, planWrites, type ListedInputs, type PlanningContext } from '../../functions/dispatch/resync-plan.js';
 import { planClass } from '../../functions/gatewayclass/plan.js';
-import { plan } from '../../functions/reconcile/plan/plan.js';
-import type { Observed } from '../../functions/reconcile/plan/plan-types.js';
 import { GatewayClassSchema, GatewaySchema, NamespaceSchema, type Deployment, type Gateway, type GatewayClass, type L34Route } from '../../api/schemas.js';
-import { CONTROLLER, GC, GW, NS, NOW, gateway, gatewayClass, gatewayConfiguration, invoke, observed, route } from './reconcile-fixtures.js';
+import { CONTROLLER, GC, GW, NS, NOW, gateway, gatewayClass, gatewayConfiguration, invoke, observed, plan, route, type Scenario } from './reconcile-fixtures.js';
 
 const OTHER_NS = 'team-b';
 
-/** The Observed of a converged Gateway: created, then reconciled until nothing is written. */
-function converged(start: Observed = observed()): Observed {
+/** The Scenario of a converged Gateway: created, then reconciled until nothing is written. */
+function converged(start: Scenario = observed()): Scenario {
   let o = start;
   for (let i = 0; i < 4; i++) {
     const r = invoke(o);
@@ -22,7 +20,7 @@ function converged(start: Observed = observed()): Observed {
   throw new Error('did not converge');
 }
 
-function listed(o: Observed, extra: { routes?: L34Route[]; classes?: GatewayClass[] } = {}): ListedInputs {
+function listed(o: Scenario, extra: { routes?: L34Route[]; classes?: GatewayClass[] } = {}): ListedInputs {
   const routesByParent = new Map<string, L34Route[]>();
   indexRoutes(routesByParent, extra.routes ?? o.routes);
   const classes = [...(o.gatewayClass ? [o.gatewayClass] : []), ...(extra.classes ?? [])];
@@ -35,11 +33,11 @@ function listed(o: Observed, extra: { routes?: L34Route[]; classes?: GatewayClas
   };
 }
 
-function context(o: Observed, now = NOW): PlanningContext {
-  return { template: o.template, settings: o.settings, now };
+function context(o: Scenario, now = NOW): PlanningContext {
+  return { input: { template: o.template, settings: o.settings }, now };
 }
 
-const drifts = (o: Observed, deployment: Deployment | null = o.deployment, inputs = listed(o)): boolean => gatewayDrifts(o.gateway as Gateway, deployment, inputs, context(o));
+const drifts = (o: Scenario, deployment: Deployment | null = o.deployment, inputs = listed(o)): boolean => gatewayDrifts(o.gateway as Gateway, deployment, inputs, context(o));
 
 describe('gatewayDrifts', () => {
   it('an in-sync Gateway has not drifted, whatever the time', () => {
@@ -128,9 +126,9 @@ describe('routes by parent', () => {
         const wide = uniqueListeners.some((l) => l.from !== 'Same');
         const selector = uniqueListeners.some((l) => l.from === 'Selector') && !uniqueListeners.some((l) => l.from === 'All');
         const base = converged(observed({ gateway: gw }));
-        const asObserved: Observed = { ...base, routes: wide ? routes : routes.filter((r) => r.metadata.namespace === NS), namespaces: selector ? nsList : null };
-        const fromLists = observedFromLists(base.gateway as Gateway, base.deployment, { ...listed(base, { routes }), namespaces: nsList }, context(base));
-        expect(plan(fromLists)).toEqual(plan(asObserved));
+        const asObserved: Scenario = { ...base, routes: wide ? routes : routes.filter((r) => r.metadata.namespace === NS), namespaces: selector ? nsList : null };
+        const fromLists = observedFromLists(base.gateway as Gateway, base.deployment, { ...listed(base, { routes }), namespaces: nsList });
+        expect(plan({ ...base, ...fromLists })).toEqual(plan(asObserved));
       }),
       { numRuns: 150 },
     );

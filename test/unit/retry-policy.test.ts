@@ -4,10 +4,14 @@ import {
   afterDeadLetter,
   afterDeploymentWriteFailure,
   afterGatewayFailure,
+  afterFanOut,
+  afterStatusWriteFailure,
   answerFor,
+  combine,
   MAX_CONFLICT_ATTEMPTS,
   sinkRefusalRetriable,
 } from '../../functions/kube/retry-policy.js';
+import { execFileSync } from 'node:child_process';
 import type { ClassifiedError } from '../../functions/kube/classify-error.js';
 
 const err = (cls: ClassifiedError['class'], code?: number): ClassifiedError => ({ class: cls, message: 'm', ...(code ? { code } : {}) });
@@ -47,6 +51,8 @@ describe('retry policy', () => {
   test('the HTTP answers', () => {
     expect(answerFor('redeliver')).toBe(503);
     expect(answerFor('settle')).toBe(204);
+    expect(answerFor('settle', true)).toBe(202);
+    expect(answerFor('redeliver', true)).toBe(503);
   });
 
   test.each([
@@ -62,5 +68,26 @@ describe('retry policy', () => {
     [413, false],
   ])('a sink answering %s is retried: %s', (status, retried) => {
     expect(sinkRefusalRetriable(status)).toBe(retried);
+  });
+
+  test('several reconciles in one invocation: any redelivery makes the answer a redelivery', () => {
+    expect(combine()).toBe('settle');
+    expect(combine('settle', 'settle')).toBe('settle');
+    expect(combine('settle', 'redeliver', 'settle')).toBe('redeliver');
+    expect(afterFanOut(0)).toBe('settle');
+    expect(afterFanOut(1)).toBe('redeliver');
+    expect(afterStatusWriteFailure(err('persistent', 403))).toBe('redeliver');
+  });
+
+  test('is the only place a decision becomes an HTTP status, and nothing in functions/ carries a boolean retry', () => {
+    const grep = (pattern: string): string[] => {
+      try {
+        return execFileSync('git', ['grep', '-nE', pattern, '--', 'functions'], { encoding: 'utf8' }).trim().split('\n');
+      } catch {
+        return []; // git grep exits 1 when nothing matches
+      }
+    };
+    expect(grep('retry\\??: *(boolean|true|false)|\\.retry\\b')).toEqual([]);
+    expect(grep('answerFor\\(').filter((l) => !l.includes('function answerFor(')).map((l) => l.split(':')[0])).toEqual(['functions/server.ts']);
   });
 });

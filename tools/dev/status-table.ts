@@ -1,4 +1,4 @@
-import { APPLIED_CONFIGURATION_GENERATION } from '../../functions/reconcile/plan/applied-annotations.js';
+import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { findCondition } from '../../functions/reconcile/plan/conditions.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';

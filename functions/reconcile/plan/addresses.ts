@@ -1,14 +1,10 @@
 // Gateway status.addresses: the VIPs of the L34Routes attached to the Gateway.
 import { formatIp, parseCidr } from './cidr.js';
 import { routeAttaches } from './route-attachment.js';
+import type { StatusAddress } from './plan-types.js';
 import type { Gateway, L34Route } from '../../../api/schemas.js';
 
 export const ADDRESS_TYPE_IP = 'IPAddress';
-
-export interface StatusAddress {
-  type: string;
-  value: string;
-}
 
 // A VIP is a host prefix (/32 or /128); anything else is not an address and
 // is skipped. Values are written in canonical form so that "2001:DB8::0001/128"

@@ -17,7 +17,6 @@ import type { Deployment } from '../../../api/schemas.js';
 
 import { ADMITTED_SPEC_ANNOTATION } from '../../../api/names.js';
 
-export { ADMITTED_SPEC_ANNOTATION };
 
 export interface AdmissionRecord {
   intent: string;

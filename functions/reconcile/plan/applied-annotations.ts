@@ -3,6 +3,7 @@
 // rendered object, so they reach the API server in the same request as the
 // spec they describe, and never otherwise.
 import { z } from 'zod';
+import type { AppliedState } from './plan-types.js';
 import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 
 import {
@@ -13,7 +14,6 @@ import {
   TEMPLATE_HASH,
 } from '../../../api/names.js';
 
-export { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH };
 
 const Generation = z
   .string()
@@ -30,15 +30,13 @@ const AppliedAnnotationsSchema = z
     [APPLIED_GATEWAY_GENERATION]: Generation,
     [TEMPLATE_HASH]: z.string().min(1),
   })
-  .transform((a) => ({
+  .transform((a): AppliedState => ({
     configurationName: a[APPLIED_CONFIGURATION_NAME],
     configurationUid: a[APPLIED_CONFIGURATION_UID],
     configurationGeneration: a[APPLIED_CONFIGURATION_GENERATION],
     gatewayGeneration: a[APPLIED_GATEWAY_GENERATION],
     templateHash: a[TEMPLATE_HASH],
   }));
-
-export type AppliedState = z.output<typeof AppliedAnnotationsSchema>;
 
 export function currentState(
   gateway: Gateway,

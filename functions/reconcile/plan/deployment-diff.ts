@@ -8,7 +8,7 @@
 // TCP, strategy, fieldRef apiVersion, ...), drops empty values, and
 // canonicalises quantities. None of that may cause a write, or a reconcile
 // with unchanged inputs would write every time (docs/design.md §7.4).
-import { NETWORKS_ANNOTATION } from './nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 import { quantitiesEqual } from './quantity.js';
 import type { Deployment } from '../../../api/schemas.js';
 

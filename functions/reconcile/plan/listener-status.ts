@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { GATEWAY_GROUP, L34ROUTE_KIND, MERIDIO_GROUP } from '../../../api/names.js';
 import { attachedListeners, isL34RouteKind } from './route-attachment.js';
 import { conditionAt, sameCondition, upsertConditions, type ConditionSpec, type ConditionStatus } from './conditions.js';
-import { ConditionSchema, type Condition, type Gateway, type L34Route, type Listener } from '../../../api/schemas.js';
+import { ConditionSchema, type Gateway, type L34Route, type Listener } from '../../../api/schemas.js';
+import type { ListenerStatus, RouteGroupKind } from './plan-types.js';
 export const SUPPORTED_PROTOCOLS: readonly string[] = ['TCP', 'UDP'];
 
 export const LISTENER_ACCEPTED = 'Accepted';
@@ -29,18 +30,6 @@ const ListenerStatusSchema = z.looseObject({
 });
 
 const ListenerStatusesSchema = z.array(ListenerStatusSchema).catch([]);
-
-export interface RouteGroupKind {
-  group: string;
-  kind: string;
-}
-
-export interface ListenerStatus {
-  name: string;
-  supportedKinds: RouteGroupKind[];
-  attachedRoutes: number;
-  conditions: Condition[];
-}
 
 export function storedListeners(gateway: Gateway): ListenerStatus[] {
   const raw = (gateway.status as Record<string, unknown> | undefined)?.listeners ?? [];

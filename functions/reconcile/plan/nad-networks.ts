@@ -6,7 +6,6 @@ import type { NetworkAttachment } from '../../../api/schemas.js';
 
 import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 
-export { NETWORKS_ANNOTATION };
 
 const NetworkSelectionSchema = z.looseObject({
   name: z.string().min(1),

@@ -1,35 +1,19 @@
-// A Gateway whose class is someone else's, or gone.
+// A Gateway whose class is someone else's, or gone. Touch nothing, except
+// the Accepted=True we wrote (status-decisions.ts, notOursAccepted).
+// Programmed and the rest are left as they are: they describe the data plane,
+// which is still there until the new owner acts.
 import { ADDRESS_TYPE_IP } from './addresses.js';
-import { conditionsEqualIgnoringTime, findCondition, upsertConditions } from './conditions.js';
-import { CONDITION_ACCEPTED } from '../../../api/names.js';
-import { nothing } from './plan-context.js';
-import type { Observed, Plan } from './plan-types.js';
+import { conditionsEqualIgnoringTime, upsertConditions } from './conditions.js';
+import { untouched } from './gateway-facts.js';
+import type { SettledPlan } from './plan-types.js';
 import type { Gateway } from '../../../api/schemas.js';
-import { acceptedMessage, MESSAGE_WAITING } from './status-decisions.js';
+import { notOursAccepted } from './status-decisions.js';
 
-// The class is someone else's (or gone). Touch nothing, except that an
-// Accepted=True we wrote would now be a lie: reset it to the Gateway API's
-// initial Unknown/Pending. Programmed and the rest are left as they are: they
-// describe the data plane, which is still there until the new owner acts.
-export function planNotOurs(observed: Observed, gateway: Gateway): Plan {
+export function planNotOurs(gateway: Gateway, controllerName: string, now: string): SettledPlan {
+  const reset = notOursAccepted(gateway, controllerName);
+  if (reset === null) return untouched('not-ours');
   const stored = gateway.status?.conditions ?? [];
-  const accepted = findCondition(stored, CONDITION_ACCEPTED);
-  if (accepted?.status !== 'True' || accepted.message !== acceptedMessage(observed.settings.controllerName)) {
-    return nothing('not-ours');
-  }
-  const conditions = upsertConditions(
-    stored,
-    [
-      {
-        type: CONDITION_ACCEPTED,
-        status: 'Unknown',
-        reason: 'Pending',
-        message: MESSAGE_WAITING,
-        observedGeneration: gateway.metadata.generation ?? 0,
-      },
-    ],
-    observed.now,
-  );
+  const conditions = upsertConditions(stored, [reset], now);
   const addresses = (gateway.status?.addresses ?? []).map((a) => ({ type: a.type ?? ADDRESS_TYPE_IP, value: a.value }));
   return {
     deployment: { action: 'none' },

@@ -1,20 +1,12 @@
-// The contract between the pure planner and the I/O layer that observes, writes
-// and reports.
-import type { StatusAddress } from './addresses.js';
-import type { ListenerStatus } from './listener-status.js';
-import type { Settings } from './render-deployment.js';
+// The contract between the pure planner and the shell that observes, writes
+// and reports, in one file that depends on nothing but api/. The planner is
+// called once per attempt: plan(observed, input, now) either settles the
+// Gateway (no Deployment write due) or asks for one write; after it, the
+// shell calls planStatus(pending, outcome) once, which decides status and
+// Events from what the write did. Nothing is planned twice.
 import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../../api/schemas.js';
 
-export type FailureClass = 'transient' | 'persistent' | 'permanent';
-
-export interface WriteFailure {
-  class: FailureClass;
-  code?: number;
-  message: string;
-}
-
-export type WriteResult = { ok: true; before: Deployment | null } | { ok: false; failure: WriteFailure };
-
+/** What observe read from the API server in this attempt, and nothing else. */
 export interface Observed {
   key: { namespace: string; name: string };
   // null: deleted, nothing to do.
@@ -29,25 +21,85 @@ export interface Observed {
   // Namespaces and their labels, read only when a listener selects namespaces
   // by label; null otherwise.
   namespaces: Namespace[] | null;
+}
+
+/** Process configuration the render depends on. */
+export interface Settings {
+  controllerName: string;
+  lbServiceAccount: string;
+}
+
+/** What the planner is given besides the API objects and the clock. */
+export interface PlanInput {
   template: { deployment: Deployment; hash: string };
   settings: Settings;
-  // RFC 3339; the only clock the planner sees (lastTransitionTime).
-  now: string;
-  // Set when this invocation already wrote the Deployment: on success
-  // `deployment` is the written result, on failure it is the unchanged live one.
-  write?: WriteResult;
-  // Set by the dead-letter path.
+  // Set by the dead-letter path: Knative gave up delivering this Gateway's reconcile.
   retriesExhausted?: { message: string };
 }
 
-export type DeploymentAction =
-  | { action: 'none' }
-  | { action: 'create'; object: Deployment }
-  | { action: 'update'; object: Deployment }
-  // After a write that admission changed: record what was stored, so that the
-  // next reconcile does not take admission's change for drift (a metadata-only
-  // merge patch; best effort).
-  | { action: 'record-admission'; name: string; annotations: Record<string, string> };
+export type FailureClass = 'transient' | 'persistent' | 'permanent';
+
+export interface WriteFailure {
+  class: FailureClass;
+  code?: number;
+  message: string;
+}
+
+/** What the one Deployment write of an attempt did. */
+export type WriteOutcome = { ok: true; written: Deployment } | { ok: false; failure: WriteFailure };
+
+// The record of the inputs a Deployment was rendered from (docs/design.md §6).
+export interface AppliedState {
+  configurationName: string;
+  configurationUid: string;
+  configurationGeneration: number;
+  gatewayGeneration: number;
+  templateHash: string;
+}
+
+export interface StatusAddress {
+  type: string;
+  value: string;
+}
+
+export interface RouteGroupKind {
+  group: string;
+  kind: string;
+}
+
+export interface ListenerStatus {
+  name: string;
+  supportedKinds: RouteGroupKind[];
+  attachedRoutes: number;
+  conditions: Condition[];
+}
+
+/** What every branch of the planner decides from: the Gateway and its live Deployment, sorted into "whoever owns it" and "ours". */
+export interface GatewayFacts {
+  observed: Observed;
+  input: PlanInput;
+  // RFC 3339; the only clock the planner sees (lastTransitionTime).
+  now: string;
+  gateway: Gateway;
+  generation: number;
+  // namespace/name of the LB Deployment, for messages.
+  ref: string;
+  stored: Condition[];
+  addresses: StatusAddress[];
+  live: Deployment | null;
+  ours: Deployment | null;
+}
+
+/** What planStatus needs after the write: the render and the inputs it records. */
+export interface PendingStatus {
+  facts: GatewayFacts;
+  configuration: GatewayConfiguration;
+  rendered: Deployment;
+  current: AppliedState;
+  enforceReplicas: boolean;
+  // The live Deployment before the write (null: a create), for the Event.
+  before: Deployment | null;
+}
 
 export interface GatewayStatusPlan {
   conditions: Condition[];
@@ -63,22 +115,40 @@ export interface PlannedEvent {
   note: string;
 }
 
-export type Outcome =
-  | 'not-found'
-  | 'not-ours'
-  | 'invalid'
-  | 'collision'
-  | 'in-sync'
-  | 'needs-write'
-  | 'write-failed'
-  | 'applied';
+export type SettledOutcome = 'not-found' | 'not-ours' | 'invalid' | 'collision' | 'in-sync' | 'write-failed' | 'applied';
+export type Outcome = SettledOutcome | 'needs-write';
 
-export interface Plan {
-  deployment: DeploymentAction;
+export type DeploymentWrite = { action: 'create'; object: Deployment } | { action: 'update'; object: Deployment };
+
+/**
+ * After a write that admission changed: record what was stored, so that the
+ * next reconcile does not take admission's change for drift (a metadata-only
+ * merge patch; best effort).
+ */
+export interface AdmissionRecord {
+  action: 'record-admission';
+  name: string;
+  annotations: Record<string, string>;
+}
+
+/** Nothing (more) to write to the Deployment: status and Events are decided. */
+export interface SettledPlan {
+  outcome: SettledOutcome;
+  deployment: { action: 'none' } | AdmissionRecord;
   // The desired full Gateway status; null: do not write status.
   status: GatewayStatusPlan | null;
-  // Versus gateway.status: conditions ignoring lastTransitionTime, and addresses.
+  // Versus gateway.status: conditions ignoring lastTransitionTime, addresses and listeners.
   statusChanged: boolean;
   events: PlannedEvent[];
-  outcome: Outcome;
 }
+
+/** One Deployment write is due; status waits for its outcome (planStatus). */
+export interface WritePlan {
+  outcome: 'needs-write';
+  deployment: DeploymentWrite;
+  pending: PendingStatus;
+}
+
+export type Plan = SettledPlan | WritePlan;
+
+export type DeploymentAction = Plan['deployment'];

@@ -1,9 +1,9 @@
 // The Events a plan emits. An Event marks a change: a new verdict, or a write
 // that happened in this invocation; a no-op reconcile emits none.
-import { readAppliedState, sameConfiguration, type AppliedState } from './applied-annotations.js';
+import { readAppliedState, sameConfiguration } from './applied-annotations.js';
 import { findCondition, type ConditionSpec } from './conditions.js';
-import type { Context } from './plan-context.js';
-import type { PlannedEvent, WriteFailure } from './plan-types.js';
+import type { Deployment } from '../../../api/schemas.js';
+import type { GatewayFacts, PlannedEvent, WriteFailure } from './plan-types.js';
 import { describeApplied } from './status-decisions.js';
 
 export function collisionEvent(programmed: ConditionSpec): PlannedEvent {
@@ -12,28 +12,36 @@ export function collisionEvent(programmed: ConditionSpec): PlannedEvent {
 
 // An Event marks a change of verdict; the same verdict observed again (a
 // no-op reconcile) emits nothing (invariant §7.4).
-export function newVerdict(ctx: Context, spec: ConditionSpec): boolean {
+export function newVerdict(ctx: GatewayFacts, spec: ConditionSpec): boolean {
   const stored = findCondition(ctx.stored, spec.type);
   return stored === undefined || stored.status !== spec.status || stored.reason !== spec.reason || stored.message !== spec.message;
 }
 
+/** Invalid parameters: a Warning for a new verdict, and for a collision seen on the way. */
+export function invalidEvents(ctx: GatewayFacts, conditions: { accepted: ConditionSpec; programmed: ConditionSpec }, message: string): PlannedEvent[] {
+  const events: PlannedEvent[] = [];
+  if (newVerdict(ctx, conditions.accepted)) events.push({ type: 'Warning', reason: 'InvalidParameters', action: 'Validate', note: message });
+  if (ctx.live && !ctx.ours && newVerdict(ctx, conditions.programmed)) events.push(collisionEvent(conditions.programmed));
+  return events;
+}
+
 /** What this invocation's write did, and why it failed if it did. */
 export function writeEvents(
-  ctx: Context,
-  outcome: { appliedState: AppliedState | null; admittedPaths: string[] | null; applied: ConditionSpec; failure: WriteFailure | undefined },
+  ctx: GatewayFacts,
+  outcome: { before: Deployment | null; written: boolean; admittedPaths: string[] | null; applied: ConditionSpec; failure: WriteFailure | undefined },
 ): PlannedEvent[] {
-  const write = ctx.observed.write;
-  const { appliedState, applied, failure } = outcome;
+  const { applied, failure } = outcome;
+  const appliedState = readAppliedState(ctx.ours);
   const events: PlannedEvent[] = [];
-  if (write?.ok === true && ctx.ours) {
-    const before = write.before === null ? null : readAppliedState(write.before);
-    if (write.before === null || !sameConfiguration(before, appliedState)) {
+  if (outcome.written && ctx.ours) {
+    const before = outcome.before === null ? null : readAppliedState(outcome.before);
+    if (outcome.before === null || !sameConfiguration(before, appliedState)) {
       events.push({
         type: 'Normal',
         reason: 'GatewayConfigurationApplied',
-        action: write.before === null ? 'Create' : 'Update',
+        action: outcome.before === null ? 'Create' : 'Update',
         note:
-          write.before === null
+          outcome.before === null
             ? `Created Deployment ${ctx.ref} with ${describeApplied(appliedState, null)}`
             : `Updated Deployment ${ctx.ref} to ${describeApplied(appliedState, null)} (was ${describeApplied(before, null)})`,
       });

@@ -9,7 +9,8 @@ import { cloneJson } from './clone-json.js';
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
 import { selectorMatches } from './label-selector.js';
-import { NETWORKS_ANNOTATION, desiredNetworks } from './nad-networks.js';
+import { desiredNetworks } from './nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 import type {
   Container,
   ContainerArgs,
@@ -41,12 +42,8 @@ import {
   READINESS_GATE_IPV6,
 } from '../../../api/names.js';
 
-export { GATEWAY_API_VERSION, GATEWAY_KIND, LABEL_APP, LABEL_GATEWAY_NAME, LABEL_MANAGED_BY, MANAGED_BY, READINESS_GATE_IPV4, READINESS_GATE_IPV6 };
 
-export interface Settings {
-  controllerName: string;
-  lbServiceAccount: string;
-}
+import type { Settings } from './plan-types.js';
 
 export interface RenderInput {
   template: Deployment;

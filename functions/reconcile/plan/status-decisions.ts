@@ -1,16 +1,15 @@
-// The conditions the planner writes and the words it uses in them. Each
-// function decides one condition (or one message) from the Context; the
-// branches in plan.ts choose which apply.
-import { addressesEqual } from './addresses.js';
-import { readAppliedState, sameConfiguration, sameState, type AppliedState } from './applied-annotations.js';
-import { conditionsEqualIgnoringTime, findCondition, upsertConditions, type ConditionSpec } from './conditions.js';
+// Every condition the planner writes, and the words it uses in them: one
+// function per branch of plan.ts (invalid, collision, accepted, not ours)
+// gives that branch's conditions, built from the single-condition decisions
+// below.
+import { readAppliedState, sameConfiguration, sameState } from './applied-annotations.js';
+import { findCondition, type ConditionSpec } from './conditions.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../../api/names.js';
-import { listenerStatuses, listenersEqual, storedListeners } from './listener-status.js';
-import { condition, type Context } from './plan-context.js';
-import type { DeploymentAction, Outcome, Plan, PlannedEvent, WriteFailure } from './plan-types.js';
-import { controllerOf, GATEWAY_KIND } from './render-deployment.js';
-import { namespaceLabels } from './route-attachment.js';
-import type { Deployment, GatewayConfiguration } from '../../../api/schemas.js';
+import { condition } from './gateway-facts.js';
+import type { AppliedState, GatewayFacts, PendingStatus, WriteFailure } from './plan-types.js';
+import { controllerOf } from './render-deployment.js';
+import { GATEWAY_KIND } from '../../../api/names.js';
+import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 
 export const MESSAGE_WAITING = 'Waiting for controller';
 
@@ -23,7 +22,7 @@ export function acceptedMessage(controllerName: string): string {
 // Applied=True exactly when the live annotations record the current inputs
 // (invariant §7.3); otherwise why not.
 export function appliedCondition(
-  ctx: Context,
+  ctx: GatewayFacts,
   configuration: GatewayConfiguration,
   current: AppliedState,
   appliedState: AppliedState | null,
@@ -41,7 +40,7 @@ export function appliedCondition(
   const versus = `Deployment ${ctx.ref} has ${describeApplied(appliedState, configuration)} applied, latest is generation ${current.configurationGeneration}${
     sameConfiguration(appliedState, current) ? ' (the Gateway or the LB template changed since)' : ''
   }`;
-  const exhausted = ctx.observed.retriesExhausted;
+  const exhausted = ctx.input.retriesExhausted;
   if (exhausted !== undefined) {
     const last = failure ? `; last error: ${errorText(failure)}` : '';
     return condition(
@@ -64,7 +63,7 @@ export function appliedCondition(
   );
 }
 
-export function lbAvailable(ctx: Context): ConditionSpec {
+export function lbAvailable(ctx: GatewayFacts): ConditionSpec {
   const status = ctx.ours?.status;
   if (!ctx.ours || status?.observedGeneration === undefined) {
     return condition(
@@ -83,11 +82,11 @@ export function lbAvailable(ctx: Context): ConditionSpec {
     : condition(ctx, CONDITION_LB_AVAILABLE, 'False', 'NoAvailableReplicas', message);
 }
 
-export function acceptedTrue(ctx: Context): ConditionSpec {
-  return condition(ctx, CONDITION_ACCEPTED, 'True', 'Accepted', acceptedMessage(ctx.observed.settings.controllerName));
+export function acceptedTrue(ctx: GatewayFacts): ConditionSpec {
+  return condition(ctx, CONDITION_ACCEPTED, 'True', 'Accepted', acceptedMessage(ctx.input.settings.controllerName));
 }
 
-export function programmedTrue(ctx: Context, ours: Deployment): ConditionSpec {
+export function programmedTrue(ctx: GatewayFacts, ours: Deployment): ConditionSpec {
   return condition(
     ctx,
     CONDITION_PROGRAMMED,
@@ -108,14 +107,14 @@ export function describeApplied(state: AppliedState | null, latest: GatewayConfi
   return `GatewayConfiguration ${state.configurationName} generation ${state.configurationGeneration}${replaced}`;
 }
 
-export function describeController(ctx: Context, live: Deployment): string {
+export function describeController(ctx: GatewayFacts, live: Deployment): string {
   const controller = controllerOf(live);
   if (controller === undefined) return 'no controller';
   const sameName = controller.kind === GATEWAY_KIND && controller.name === ctx.gateway.metadata.name;
   return `${controller.kind}/${controller.name}${sameName ? ` (uid ${controller.uid})` : ''}`;
 }
 
-export function collisionMessage(ctx: Context, live: Deployment): string {
+export function collisionMessage(ctx: GatewayFacts, live: Deployment): string {
   return `Deployment ${ctx.ref} exists but is not controlled by this Gateway (controller: ${describeController(ctx, live)}); it is not adopted or changed`;
 }
 
@@ -123,25 +122,67 @@ export function errorText(failure: WriteFailure): string {
   return failure.code === undefined ? failure.message : `${failure.message} (HTTP ${failure.code})`;
 }
 
-export function finish(
-  ctx: Context,
-  specs: ConditionSpec[],
-  deployment: DeploymentAction,
-  events: PlannedEvent[],
-  outcome: Outcome,
-): Plan {
-  const conditions = upsertConditions(ctx.stored, specs, ctx.observed.now);
-  const storedAddresses = ctx.gateway.status?.addresses ?? [];
-  const listeners = listenerStatuses({
-    gateway: ctx.gateway,
-    routes: ctx.observed.routes,
-    gatewayProgrammed: findCondition(conditions, CONDITION_PROGRAMMED)?.status,
-    namespaces: namespaceLabels(ctx.observed.namespaces),
-    now: ctx.observed.now,
-  });
-  const statusChanged =
-    !conditionsEqualIgnoringTime(conditions, ctx.stored) ||
-    !addressesEqual(ctx.addresses, storedAddresses) ||
-    !listenersEqual(listeners, storedListeners(ctx.gateway));
-  return { deployment, status: { conditions, addresses: ctx.addresses, listeners }, statusChanged, events, outcome };
+// Invalid parameters. Programmed follows what is actually serving: if a
+// Deployment of ours exists, the previous (valid) configuration is still in
+// place and handling traffic, so Programmed stays True and names the
+// generation it runs: flipping it to False would report an outage that is not
+// happening (docs/design.md §1), and Accepted already says the new parameters
+// were refused. With no Deployment of ours, nothing is programmed:
+// False/Invalid, the Gateway API reason for a Gateway that is semantically
+// invalid. Applied is Unknown/Pending (docs/design.md §5: nothing to apply
+// while not accepted).
+export function invalidConditions(ctx: GatewayFacts, message: string): { accepted: ConditionSpec; programmed: ConditionSpec; all: ConditionSpec[] } {
+  const accepted = condition(ctx, CONDITION_ACCEPTED, 'False', 'InvalidParameters', message);
+  const programmed = ctx.ours
+    ? programmedTrue(ctx, ctx.ours)
+    : ctx.live
+      ? condition(ctx, CONDITION_PROGRAMMED, 'False', 'Invalid', collisionMessage(ctx, ctx.live))
+      : condition(ctx, CONDITION_PROGRAMMED, 'False', 'Invalid', 'No LB Deployment is programmed: the Gateway is not accepted (see the Accepted condition)');
+  const keeps = ctx.ours ? `; Deployment ${ctx.ref} keeps ${describeApplied(readAppliedState(ctx.ours), null)}` : '';
+  const applied = condition(ctx, CONDITION_APPLIED, 'Unknown', 'Pending', `Nothing to apply while the Gateway is not accepted${keeps}`);
+  return { accepted, programmed, all: [accepted, programmed, applied, lbAvailable(ctx)] };
+}
+
+// A Deployment of our name that another controller owns: not applied, and no
+// write will change that: False, with the reason.
+export function collisionConditions(ctx: GatewayFacts, configuration: GatewayConfiguration): { programmed: ConditionSpec; all: ConditionSpec[] } {
+  const live = ctx.live as Deployment;
+  const programmed = condition(ctx, CONDITION_PROGRAMMED, 'False', 'Invalid', collisionMessage(ctx, live));
+  const applied = condition(
+    ctx,
+    CONDITION_APPLIED,
+    'False',
+    'ApplyFailed',
+    `GatewayConfiguration ${configuration.metadata.name} generation ${configuration.metadata.generation ?? 0} is not applied: Deployment ${ctx.ref} is controlled by ${describeController(ctx, live)}, not by this Gateway; nothing was written`,
+  );
+  const lb = condition(ctx, CONDITION_LB_AVAILABLE, 'Unknown', 'Pending', 'No LB Deployment controlled by this Gateway');
+  return { programmed, all: [acceptedTrue(ctx), programmed, applied, lb] };
+}
+
+// Accepted, after the write (if any). With a Deployment of ours in place,
+// Programmed is True whatever happened to this write: the Deployment serves
+// traffic, and Applied carries the failure. Without one, only a permanent
+// failure (a refused create) makes it False; transient and persistent
+// failures leave it exactly as stored.
+export function acceptedConditions(pending: PendingStatus, write: { failure: WriteFailure | undefined }): { applied: ConditionSpec; all: ConditionSpec[] } {
+  const ctx = pending.facts;
+  const { failure } = write;
+  const programmed: ConditionSpec | null = ctx.ours
+    ? programmedTrue(ctx, ctx.ours)
+    : failure?.class === 'permanent'
+      ? condition(ctx, CONDITION_PROGRAMMED, 'False', 'Invalid', `Deployment ${ctx.ref} could not be created: ${errorText(failure)}`)
+      : findCondition(ctx.stored, CONDITION_PROGRAMMED)
+        ? null
+        : condition(ctx, CONDITION_PROGRAMMED, 'Unknown', 'Pending', MESSAGE_WAITING);
+  const applied = appliedCondition(ctx, pending.configuration, pending.current, readAppliedState(ctx.ours), failure);
+  return { applied, all: [acceptedTrue(ctx), ...(programmed ? [programmed] : []), applied, lbAvailable(ctx)] };
+}
+
+// The class is someone else's (or gone). An Accepted=True we wrote would now
+// be a lie: reset it to the Gateway API's initial Unknown/Pending. Null: there
+// is nothing of ours to take back.
+export function notOursAccepted(gateway: Gateway, controllerName: string): ConditionSpec | null {
+  const accepted = findCondition(gateway.status?.conditions ?? [], CONDITION_ACCEPTED);
+  if (accepted?.status !== 'True' || accepted.message !== acceptedMessage(controllerName)) return null;
+  return { type: CONDITION_ACCEPTED, status: 'Unknown', reason: 'Pending', message: MESSAGE_WAITING, observedGeneration: gateway.metadata.generation ?? 0 };
 }

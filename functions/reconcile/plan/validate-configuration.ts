@@ -2,14 +2,8 @@
 // failure is one precise sentence that names the offending value, because it
 // is all an operator sees in `kubectl describe gateway`.
 import { cidrsOverlap, formatCidr, parseCidr, type Cidr } from './cidr.js';
-import {
-  NETWORKS_ANNOTATION,
-  attachmentNetworks,
-  mergeNetworks,
-  networkKey,
-  parseNetworksAnnotation,
-  type NetworkSelection,
-} from './nad-networks.js';
+import { attachmentNetworks, mergeNetworks, networkKey, parseNetworksAnnotation, type NetworkSelection } from './nad-networks.js';
+import { NETWORKS_ANNOTATION } from '../../../api/names.js';
 import { effectiveParametersRef, refProblem } from './parameters-ref.js';
 import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from '../../../api/schemas.js';
 
