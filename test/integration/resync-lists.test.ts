@@ -90,7 +90,7 @@ describe('resync by lists', () => {
     const images = ((await rawDeployment(ns, `sllbr-${edited}`)).spec as { template: { spec: { containers: Spec[] } } }).template.spec.containers.map((c) => c.image);
     expect(images).not.toContain('example.invalid/hand-edited:1');
     await converge();
-  });
+  }, 600_000);
 
   it('d drifted among n: exactly d reconcile requests handed to the sink; a GatewayConfiguration edit fans out only when it changes something', async () => {
     const ns = w.ns();
@@ -121,5 +121,5 @@ describe('resync by lists', () => {
     expect(await targetsForApiEvent(w.r().api, scope, incoming, w.r().deps)).toEqual([]);
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
     expect((await targetsForApiEvent(w.r().api, scope, incoming, w.r().deps)).map((t) => t.key.name).sort()).toEqual(few);
-  });
+  }, 600_000);
 });
