@@ -5,7 +5,8 @@
 // itself; it looks up, from the lists, what observe would have read for the
 // Gateway, and hands it to plan(). When the planner's input changes, this file
 // is the one to follow it.
-import { classConfigurationRef, planClass } from '../gatewayclass/plan.js';
+import { planClass } from '../gatewayclass/plan.js';
+import { classParametersRef, readableRef } from '../reconcile/plan/parameters-ref.js';
 import { readsOf } from '../reconcile/plan/gateway-reads.js';
 import { plan } from '../reconcile/plan/plan.js';
 import type { Observed, Plan, PlanInput } from '../reconcile/plan/plan-types.js';
@@ -98,11 +99,11 @@ export function classDrifts(
   bundleVersion: string | undefined,
   context: { controllerName: string; template: Deployment; now: string },
 ): boolean {
-  const ref = classConfigurationRef(gatewayClass);
+  const ref = classParametersRef(gatewayClass);
   return planClass({
     name: gatewayClass.metadata.name,
     gatewayClass,
-    configuration: ref === null ? null : (configurations.get(objectKey(ref.namespace, ref.name)) ?? null),
+    configuration: readableRef(ref) ? (configurations.get(objectKey(ref.namespace, ref.name)) ?? null) : null,
     bundleVersion,
     controllerName: context.controllerName,
     template: context.template,

@@ -43,13 +43,6 @@ export interface ClassPlan {
   outcome: ClassOutcome;
 }
 
-/** The GatewayConfiguration a class's spec.parametersRef names, when the reference is well-formed enough to read. */
-export function classConfigurationRef(gc: GatewayClass): { namespace: string; name: string } | null {
-  const ref = gc.spec.parametersRef;
-  if (ref === undefined || ref.group !== MERIDIO_GROUP || ref.kind !== GATEWAY_CONFIGURATION_KIND || ref.namespace === undefined || ref.namespace === '') return null;
-  return { namespace: ref.namespace, name: ref.name };
-}
-
 export function acceptedClassMessage(controllerName: string): string {
   return `GatewayClass accepted by ${controllerName}`;
 }

@@ -6,8 +6,9 @@ import { classifyError } from '../kube/classify-error.js';
 import { afterClassFailure, type InvocationResult } from '../kube/retry-policy.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
+import { classParametersRef, readableRef } from '../reconcile/plan/parameters-ref.js';
 import type { Deployment } from '../../api/schemas.js';
-import { classConfigurationRef, planClass, type ClassObserved, type ClassOutcome } from './plan.js';
+import { planClass, type ClassObserved, type ClassOutcome } from './plan.js';
 import { BUNDLE_VERSION_ANNOTATION, GATEWAY_CLASS_CRD } from './supported.js';
 
 export interface ClassReconcileDeps {
@@ -28,9 +29,9 @@ export async function observeClass(name: string, deps: ClassReconcileDeps): Prom
   if (gatewayClass === null || gatewayClass.spec.controllerName !== deps.controllerName) {
     return { ...base, gatewayClass, configuration: null, bundleVersion: undefined };
   }
-  const ref = classConfigurationRef(gatewayClass);
+  const ref = classParametersRef(gatewayClass);
   const [configuration, crd] = await Promise.all([
-    ref ? deps.api.getGatewayConfiguration(ref.namespace, ref.name) : Promise.resolve(null),
+    readableRef(ref) ? deps.api.getGatewayConfiguration(ref.namespace, ref.name) : Promise.resolve(null),
     deps.api.getCrdMetadata(GATEWAY_CLASS_CRD),
   ]);
   return { ...base, gatewayClass, configuration, bundleVersion: crd?.annotations?.[BUNDLE_VERSION_ANNOTATION] };

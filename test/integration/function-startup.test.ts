@@ -47,6 +47,14 @@ describe('function startup', () => {
       writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace(/replicas: \d+/, 'replicas: 3'));
       return path;
     }],
+    // Meridio-2's own templates leave MERIDIO_GATEWAY_NAME's value empty (YAML null).
+    ['a template written as Meridio-2 writes its own (`value:` empty)', (): string => {
+      const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+      const text = readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
+      expect(text).toMatch(/- name: MERIDIO_GATEWAY_NAME\n\s+value:\n/);
+      writeFileSync(path, text);
+      return path;
+    }],
   ])('serves with the template at TEMPLATE_PATH: %s', async (_, path) => {
     const templatePath = path();
     const fn = await startFunctionProcess({ TEMPLATE_PATH: templatePath, KUBECONFIG: writeTokenKubeconfig('unused') });
@@ -54,6 +62,19 @@ describe('function startup', () => {
       // Written before the first answer, but read from another pipe: wait for it.
       const listening = await waitFor('the listening log line', () => fn.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
       expect(listening.templateHash).toBe(loadTemplate(templatePath).hash);
+    } finally {
+      await fn.stop();
+    }
+  });
+
+  it('names the template fields it ignores (as Meridio-2 ignores them) in a warning at start', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+    writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace('      serviceAccountName:', '      serviceAcountName: typo\n      serviceAccountName:'));
+    const fn = await startFunctionProcess({ TEMPLATE_PATH: path, KUBECONFIG: writeTokenKubeconfig('unused') });
+    try {
+      const warning = await waitFor('the ignored-fields warning', () => fn.logs.find((l) => Array.isArray(l.ignoredFields)), { timeoutMs: 5000, intervalMs: 10 });
+      expect(warning.ignoredFields).toEqual(['spec.template.spec.serviceAcountName']);
+      expect(warning.templatePath).toBe(path);
     } finally {
       await fn.stop();
     }

@@ -19,7 +19,11 @@ export interface EffectiveRef {
 export function effectiveParametersRef(gateway: Gateway, gatewayClass: GatewayClass | null): EffectiveRef | undefined {
   const own = gateway.spec.infrastructure?.parametersRef;
   if (own) return { group: own.group, kind: own.kind, name: own.name, namespace: gateway.metadata.namespace ?? '', source: 'Gateway' };
-  if (gatewayClass === null) return undefined;
+  return gatewayClass === null ? undefined : classParametersRef(gatewayClass);
+}
+
+/** A GatewayClass's own default (its spec.parametersRef), if it names one. */
+export function classParametersRef(gatewayClass: GatewayClass): EffectiveRef | undefined {
   const ref = gatewayClass.spec.parametersRef;
   if (!ref) return undefined;
   return { group: ref.group, kind: ref.kind, name: ref.name, namespace: ref.namespace, source: 'GatewayClass', className: gatewayClass.metadata.name };
