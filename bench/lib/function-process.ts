@@ -186,7 +186,7 @@ export class FunctionProcess {
   }
 
   /** POSTs a CloudEvent in binary mode; resolves with the status and the round-trip time. */
-  post(event: CloudEvent<unknown>, path = '/'): Promise<Posted> {
+  post(event: CloudEvent<unknown>, path = '/', opts: { freshConnection?: boolean } = {}): Promise<Posted> {
     const message = HTTP.binary(event);
     const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
     const headers: Record<string, string> = {};
@@ -194,7 +194,9 @@ export class FunctionProcess {
     headers['content-length'] = String(Buffer.byteLength(body));
     return new Promise((resolve, reject) => {
       const started = performance.now();
-      const req = request(`${this.url}${path}`, { method: 'POST', headers, agent: this.agent }, (res) => {
+      // A fresh connection after an idle gap: the server closes an idle
+      // keep-alive socket after 5 s, and a request racing that close is cut off.
+      const req = request(`${this.url}${path}`, { method: 'POST', headers, agent: opts.freshConnection ? false : this.agent }, (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
       });

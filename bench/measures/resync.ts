@@ -86,7 +86,7 @@ async function onePass(ctx: BenchContext, fn: FunctionProcess, sink: BrokerStand
   sink?.clear();
   const window = await ctx.cluster.audit.begin();
   const ev = pingEvent();
-  const r = await fn.post(ev);
+  const r = await fn.post(ev, '/', { freshConnection: true });
   const events = await window.end();
   const line = await fn.handled(ev.id, 120_000);
   return {
@@ -111,7 +111,7 @@ async function converge(ctx: BenchContext, ns: string, n: number, variant: Varia
   try {
     for (let i = 0; i < CONVERGE_PASSES; i++) {
       const ev = pingEvent();
-      const r = await fn.post(ev);
+      const r = await fn.post(ev, '/', { freshConnection: true });
       const line = await fn.handled(ev.id, 3_600_000);
       ctx.log(`P6 n=${n}: converge pass ${i + 1}: ${r.status} ${line.outcome} (${line.gateways ?? 0} reconciled) in ${Math.round(r.ms)} ms`);
       if (r.status < 300 && line.outcome === 'no-gateway-affected') return;
