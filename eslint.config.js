@@ -11,6 +11,7 @@ export const PURE_FILES = [
   'functions/gatewayclass/supported.ts',
   'functions/dispatch/gateway-keys.ts',
   'functions/dispatch/class-defaults.ts',
+  'functions/dispatch/resync-plan.ts',
   'functions/kube/retry-policy.ts',
 ];
 
@@ -41,7 +42,7 @@ function pureRules(extraPatterns) {
         patterns: [
           ...extraPatterns,
           {
-            group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/kube/deadline*', '**/observe', '**/observe.js', '**/observe.ts', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/dispatch/dispatch*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
+            group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/kube/deadline*', '**/observe', '**/observe.js', '**/observe.ts', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/dispatch/dispatch*', '**/dispatch/resync.js', '**/resync-inputs*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
             message: `the imperative shell ${io}`,
           },
         ],

@@ -116,12 +116,31 @@ export function targets(r: BenchResults): TargetRow[] {
     rows.push({ figure: `P5 ${r.p5.concurrency} concurrent`, target: '≤ 150 MB', measured: mb(p5.peakMb.median), met: r.p5.concurrency >= 100 ? p5.peakMb.median <= 150 : null, note: `peak VmHWM, ${p5.variant}${alt}${alt && p5best ? mb(p5best.peakMb.median) : ''}${r.p5.concurrency < 100 ? ' (quick mode: fewer than 100)' : ''}` });
   }
   if (r.p6) {
+    const sizes = r.p6.sizes;
     rows.push({
-      figure: 'P6 requests per Gateway',
-      target: 'flat in n',
-      measured: r.p6.sizes.map((s) => `n=${s.n}: ${s.perGatewayTotal} (+${s.dispatchRequests} per pass)`).join('; '),
-      met: r.p6.flat,
-      note: r.p6.sizes.map((s) => `n=${s.n}: ${ms(s.ms.median)}`).join(', '),
+      figure: 'P6 in-sync pass, requests',
+      target: '≤ 10 + 1 per extra 500-object page, no write',
+      measured: sizes.map((s) => `n=${s.n}: ${s.inSync.counts.total} (allowed ${s.requestAllowance}), ${s.inSync.counts.writes} writes`).join('; '),
+      met: sizes.every((s) => s.inSync.counts.total <= s.requestAllowance && s.inSync.counts.writes === 0),
+      note: sizes.map((s) => `n=${s.n}: ${s.before ? `before ${s.before.counts.total} requests, ` : ''}after ${s.inSync.counts.total}`).join('; '),
+    });
+    const big = sizes.find((s) => s.n === 10000);
+    if (!big) rows.push({ figure: 'P6 in-sync pass, n = 10,000', target: '≤ 10 s, ≤ 256 MiB peak RSS', measured: 'not measured in this run', met: null, note: `sizes run: ${sizes.map((s) => s.n).join(', ')}` });
+    if (big) {
+      rows.push({
+        figure: 'P6 in-sync pass, n = 10,000',
+        target: '≤ 10 s, ≤ 256 MiB peak RSS',
+        measured: `${ms(big.ms.median)}, ${mb(big.peakMb)}`,
+        met: big.ms.median <= 10000 && big.peakMb <= 256 * 1.048576,
+        note: `every Gateway drifted: ${ms(big.allDrifted.ms)} to hand ${big.allDrifted.fannedOut} requests to the Broker stand-in, peak ${mb(big.allDrifted.peakMb)}${big.before ? `; before: ${ms(big.before.ms)}, answered ${big.before.status} (${big.before.outcome})` : ''}`,
+      });
+    }
+    rows.push({
+      figure: 'P6 d drifted among n',
+      target: 'exactly d reconcile requests',
+      measured: sizes.map((s) => `n=${s.n}: d=${s.drift.d} → ${s.drift.fannedOut}; all drifted: ${s.allDrifted.fannedOut}`).join('; '),
+      met: sizes.every((s) => s.drift.exact && s.allDrifted.fannedOut === s.n),
+      note: sizes.map((s) => `n=${s.n}: ${ms(s.drift.ms)}`).join(', '),
     });
   }
   return rows;
@@ -241,15 +260,27 @@ export function renderReport(r: BenchResults, extra = ''): string {
   if (r.p6) {
     L.push('## P6 resync scale');
     L.push('');
-    L.push('How: n Gateways in one namespace, all in sync (settled until a pass writes nothing). One resync pass = a PingSource event posted to the function: dispatch lists the GatewayClasses and the Gateways once, then fans out one reconcile request per managed Gateway to K_SINK (the function itself, 16 in flight) and answers when all have answered. Time: event posted → answered. Requests: audit log, controller identity.');
+    L.push('How: n Gateways in one namespace, converged first. **After** (the main build): one resync pass = a PingSource event posted to a fresh function process whose K_SINK is a stand-in for the Broker\'s ingress (it takes each reconcile request with 202 and counts it); the pass lists what the plans read (paginated, 500 a page), plans every Gateway and GatewayClass in memory with the reconcile\'s own planners, and fans out a reconcile request only for what drifted (functions/dispatch/resync.ts). One warm-up pass, then the in-sync passes; then d LB Deployments edited by hand (their image), one pass; then the GatewayConfiguration edited (every Gateway drifted), one pass. Peak memory is the process\'s VmHWM. **Before** (a build of the commit before issue 17, when given): its pass fanned out one reconcile per Gateway back to itself and answered when all had answered (or when its 50 s budget ran out: 503); one pass on a fresh process. Time: event posted → answered. Requests: audit log, controller identity.');
     L.push('');
-    L.push('| n | pass time | requests | per pass (dispatch) | per Gateway | per Gateway, by verb | writes | passes |');
-    L.push('|---|---|---|---|---|---|---|---|');
+    L.push('| n | build | in-sync pass | requests | writes | peak RSS | d drifted → requests fanned out | time | all n drifted → fanned out | time | peak RSS |');
+    L.push('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const s of r.p6.sizes) {
-      L.push(`| ${s.n} | ${sumMs(s.ms)} | ${s.counts.total} | ${s.dispatchRequests} | ${s.perGatewayTotal} | ${Object.entries(s.perGateway).map(([k, v]) => `${v} ${k}`).join(', ')} | ${s.noWrites ? 0 : 'some'} | ${s.passes} |`);
+      if (s.before) L.push(`| ${s.n} | before (${s.before.variant}) | ${ms(s.before.ms)}, answered ${s.before.status} (${s.before.outcome}) | ${s.before.counts.total} | ${s.before.counts.writes} | ${mb(s.before.peakMb)} | – | – | – | – | – |`);
+      L.push(`| ${s.n} | after | ${sumMs(s.ms)} | ${s.inSync.counts.total} (allowed ${s.requestAllowance}): ${verbs(s.inSync.counts)} | ${s.inSync.counts.writes} | ${mb(s.peakMb)} | ${s.drift.d} → ${s.drift.fannedOut}${s.drift.exact ? ' (exactly the edited ones)' : ' (NOT the edited ones)'} | ${ms(s.drift.ms)} | ${s.allDrifted.fannedOut} | ${ms(s.allDrifted.ms)} | ${mb(s.allDrifted.peakMb)} |`);
     }
     L.push('');
-    L.push(`Requests per Gateway ${r.p6.flat ? 'are flat in n' : 'are NOT flat in n'}: total = ${r.p6.sizes[0]?.dispatchRequests ?? '?'} + ${r.p6.sizes[0]?.perGatewayTotal ?? '?'} × n.`);
+    L.push(`Planned per pass (the function's log line): ${r.p6.sizes.map((s) => `n=${s.n}: ${s.inSync.planned ?? '?'} Gateways, ${s.inSync.requests ?? '?'} requests counted by the function`).join('; ')}.`);
+    L.push('');
+  }
+
+  if (r.p7) {
+    L.push('## P7 the route read of one reconcile');
+    L.push('');
+    L.push('How: one Gateway in sync, r L34Routes in its namespace of which one names it. A warm no-op reconcile request posted to the function, posted → answered; its `list l34routes` requests from the audit log; the JSON size of the namespace\'s routes as the controller reads them (500 a page). The API server cannot filter routes by parentRef (a CRD field selector cannot address the list spec.parentRefs), so a reconcile reads every route of its namespace, every namespace\'s for a listener that admits others (docs/design.md §11).');
+    L.push('');
+    L.push('| routes in the namespace | no-op reconcile | list requests | route bytes read |');
+    L.push('|---|---|---|---|');
+    for (const row of r.p7.rows) L.push(`| ${row.routes} | ${sumMs(row.noop)} | ${row.listRequests} | ${(row.listBytes / 1024).toFixed(0)} KiB |`);
     L.push('');
   }
   if (extra) L.push(extra);

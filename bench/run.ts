@@ -1,5 +1,5 @@
 // `npm run bench [-- options]`: starts its own control plane, sets up the
-// controller identity, runs P1–P6 against the shipped function as a real
+// controller identity, runs P1–P8 against the shipped function as a real
 // process, and writes bench/results/<date>.json and bench/REPORT.md; with
 // --explore also the other builds and the dependency costs, in
 // bench/EXPLORE.md. See --help.
@@ -52,8 +52,12 @@ started as the image starts it) in every figure, P1 to P6, and writes bench/REPO
   --p5-variants a,b        as --p1-variants (default shipped; with --explore shipped,
                            snapshot-with-code-cache,snapshot-default-heap,bundle-min-semi1-cache,
                            tsc; quick --explore shipped,snapshot-default-heap)
-  --p6-sizes a,b,c         Gateways per resync pass (default 100,500,1000; quick 10,20,40)
-  --p6-passes N            passes per size (default 3; quick 1)
+  --p6-sizes a,b,c         Gateways per resync pass (default 1000,10000; quick 10,20,40)
+  --p6-passes N            in-sync passes per size (default 3; quick 1)
+  --p6-before name         also one pass per size of this build (a --variant-entry name), for the
+                           before/after comparison (e.g. a build of the commit before issue 17)
+  --p7-routes a,b,c        L34Routes in the Gateway's namespace (default 0,1000,5000; quick 0,50)
+  --p7-samples N           no-op reconciles per route count (default 30; quick 5)
   --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
   --variant-entry name=path  an extra build of the function to measure (e.g. a patched copy;
                            a .blob is started with --snapshot-blob)
@@ -111,6 +115,9 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
       'p5-variants': { type: 'string' },
       'p6-sizes': { type: 'string' },
       'p6-passes': { type: 'string' },
+      'p6-before': { type: 'string' },
+      'p7-routes': { type: 'string' },
+      'p7-samples': { type: 'string' },
       'controller-manager': { type: 'boolean' },
       'variant-entry': { type: 'string', multiple: true },
       'variant-env': { type: 'string', multiple: true },
@@ -145,6 +152,9 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
   if (values['p5-variants'] !== undefined) o.p5Variants = parseVariantList(values['p5-variants']);
   if (values['p6-sizes'] !== undefined) o.p6Sizes = ints(values['p6-sizes']);
   if (values['p6-passes'] !== undefined) o.p6Passes = int(values['p6-passes']);
+  if (values['p6-before'] !== undefined) o.p6Before = values['p6-before'];
+  if (values['p7-routes'] !== undefined) o.p7Routes = values['p7-routes'].split(',').map((x) => int(x.trim()));
+  if (values['p7-samples'] !== undefined) o.p7Samples = int(values['p7-samples']);
   if (values['controller-manager']) o.controllerManager = true;
   for (const spec of values['variant-entry'] ?? []) {
     const eq = spec.indexOf('=');

@@ -11,6 +11,7 @@ import { measureFanOut, type P4Result } from './measures/fan-out.js';
 import { measureMemory, type P5Result } from './measures/memory.js';
 import { measureRequests, type P3Result } from './measures/requests.js';
 import { measureResync, type P6Result } from './measures/resync.js';
+import { measureRouteRead, type P7Result } from './measures/route-read.js';
 import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
 
 // The whole benchmark over one cluster connection: which figures, at which
@@ -18,7 +19,7 @@ import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
 // shipped build; `explore` adds the other builds to P1 and P5 and what each
 // dependency costs alone (bench/explore/).
 
-export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6'] as const;
+export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'P7'] as const;
 export type Figure = (typeof FIGURES)[number];
 
 export interface BenchOptions {
@@ -41,6 +42,11 @@ export interface BenchOptions {
   p5Variants: string[];
   p6Sizes: number[];
   p6Passes: number;
+  /** An older build to measure P6 with too (its resync reconciled every Gateway): a --variant-entry name. */
+  p6Before?: string;
+  /** L34Routes in the Gateway's namespace, per P7 row. */
+  p7Routes: number[];
+  p7Samples: number;
   controllerManager: boolean;
   /** The build every figure but P1 and P5 runs (default tsc, the shipped one). */
   mainVariant: string;
@@ -58,11 +64,11 @@ export function defaultOptions(quick: boolean, explore = false): BenchOptions {
   return quick
     ? {
         ...shared, p1Spawns: 3, p1ImportRepeats: explore ? 1 : 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
-        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p6Sizes: [10, 20, 40], p6Passes: 1,
+        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p6Sizes: [10, 20, 40], p6Passes: 1, p7Routes: [0, 50], p7Samples: 5,
       }
     : {
         ...shared, p1Spawns: 20, p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
-        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p6Sizes: [100, 500, 1000], p6Passes: 3,
+        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p6Sizes: [1000, 10000], p6Passes: 3, p7Routes: [0, 1000, 5000], p7Samples: 30,
       };
 }
 
@@ -82,6 +88,7 @@ export interface BenchResults {
   p4?: P4Result;
   p5?: P5Result;
   p6?: P6Result;
+  p7?: P7Result;
   errors: Partial<Record<Figure, string>>;
 }
 
@@ -103,7 +110,7 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
       ctx.log(`${fig}: done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
   };
-  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : [])])];
+  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : []), ...(o.only.includes('P6') && o.p6Before ? [o.p6Before] : [])])];
   const prepared = prepareVariants(names, { custom: o.customVariants, customEnv: o.customEnv, ...(o.explore ? { builds: exploratoryBuilds() } : {}) });
   const main = prepared.byName(o.mainVariant);
   try {
@@ -122,8 +129,10 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     if (p4) results.p4 = p4;
     const p5 = await timed('P5', () => measureMemory(ctx, { concurrency: o.p5Concurrency, repeats: o.p5Repeats, variants: o.p5Variants.map((n) => prepared.byName(n)) }));
     if (p5) results.p5 = p5;
-    const p6 = await timed('P6', () => measureResync(ctx, { sizes: o.p6Sizes, passes: o.p6Passes, variant: main }));
+    const p6 = await timed('P6', () => measureResync(ctx, { sizes: o.p6Sizes, passes: o.p6Passes, variant: main, ...(o.p6Before ? { before: prepared.byName(o.p6Before) } : {}) }));
     if (p6) results.p6 = p6;
+    const p7 = await timed('P7', () => measureRouteRead(ctx, { routeCounts: o.p7Routes, samples: o.p7Samples, variant: main }));
+    if (p7) results.p7 = p7;
   } finally {
     prepared.dispose();
   }

@@ -1,7 +1,8 @@
 import type { Incoming } from '../events/incoming.js';
 import { keyText, type GatewayKey } from '../api/gateway-key.js';
-import { targetsForApiEvent, targetsForResync, type DispatchScope, type Target } from './dispatch/dispatch.js';
+import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
+import { resyncPass } from './dispatch/resync.js';
 import { classifyError, type ClassifiedError } from './kube/classify-error.js';
 import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery } from './kube/retry-policy.js';
 import { deadlineIn, withDeadline } from './kube/deadline.js';
@@ -9,7 +10,7 @@ import type { KubeApi } from './kube/kube-api.js';
 import { coalescer, type Coalescer } from './coalescer.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
 import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
-import { reconcileClassesFor } from './gatewayclass/class-selection.js';
+import { reconcileClasses, reconcileClassesFor } from './gatewayclass/class-selection.js';
 
 // Routes one parsed event to dispatch, reconcile or the dead-letter record,
 // under one deadline for the whole invocation, and reports what happened as
@@ -42,6 +43,9 @@ export interface Handled {
   gateways?: number;
   /** GatewayClasses reconciled, as name:outcome. */
   classes?: string;
+  /** A resync: the Gateways it planned, and the API requests it made to find those that drifted. */
+  planned?: number;
+  requests?: number;
   detail?: string;
 }
 
@@ -118,12 +122,14 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       return { ...fromReconcile(incoming.key, r), next: afterDeadLetter(r.error, r.outcome === 'error'), outcome: `dead-letter:${r.outcome}` };
     }
     case 'ping': {
-      const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await targetsForResync(deps.api, deps.scope), deps, event, deadline));
+      // Only what drifted is reconciled (dispatch/resync.ts).
+      const pass = await resyncPass(deps.api, deps.scope, deps.reconcile);
+      const classes = await reconcileClasses(pass.classes, deps);
+      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, event, deadline)), planned: pass.gateways, requests: pass.requests };
     }
     case 'apiserver': {
       const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming), deps, event, deadline));
+      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming, deps.reconcile), deps, event, deadline));
     }
   }
 }

@@ -24,6 +24,9 @@ export interface EventLogLine {
   subject?: string;
   gateway?: string;
   gateways?: number;
+  /** A resync: Gateways planned, and the API requests the pass made. */
+  planned?: number;
+  requests?: number;
   outcome?: string;
   status?: number;
   detail?: string;
@@ -173,7 +176,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
         const incoming = parseIncoming(event, path === PATHS.deadLetter);
         const handled = await opts.handle(incoming, { type: event.type, id: event.id });
         const answer = answerFor(handled.next, handled.ignored);
-        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
         reply(res, answer);
       } catch (err) {
         const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;

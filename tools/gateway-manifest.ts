@@ -15,3 +15,21 @@ export function gatewayBody(name: string, className: string, configName?: string
     },
   };
 }
+
+/** An L34Route with one parentRef (the Gateway, in another namespace when given) and the VIPs as /32 or /128 destinations. */
+export function routeBody(name: string, gateway: string, vips: string[], gatewayNamespace?: string): Record<string, unknown> {
+  return {
+    apiVersion: 'meridio-2.nordix.org/v1alpha1',
+    kind: 'L34Route',
+    metadata: { name },
+    spec: {
+      parentRefs: [{ name: gateway, ...(gatewayNamespace ? { namespace: gatewayNamespace } : {}) }],
+      destinationCIDRs: vips,
+      protocols: ['TCP'],
+      priority: 1,
+      destinationPorts: ['80'],
+      sourceCIDRs: ['0.0.0.0/0'],
+      sourcePorts: ['any'],
+    },
+  };
+}

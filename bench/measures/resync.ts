@@ -1,48 +1,135 @@
+import { AppsV1Api, ApiException } from '@kubernetes/client-node';
 import { pingEvent } from '../../events/outgoing.js';
-import { createNamespace } from '../lib/cluster.js';
-import { names, requestCounts, type BenchContext, type RequestCounts, type VerbCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
-import { createConfiguration, createGateways, waitApplied, waitDeploymentsObserved } from '../lib/objects.js';
+import { PAGE_SIZE } from '../../functions/kube/list-pages.js';
+import { startBrokerStandIn, type BrokerStandIn } from '../lib/broker-stand-in.js';
+import { createNamespace, type BenchCluster } from '../lib/cluster.js';
+import { names, requestCounts, type BenchContext, type RequestCounts } from '../lib/context.js';
+import { FunctionProcess, SHIPPED_VARIANT, type Variant } from '../../tools/harness/function-process.js';
+import { createConfiguration, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
-// P6: one resync pass (a PingSource event) over n Gateways that are all in
-// sync. Dispatch lists the classes and the Gateways once, then fans out one
-// reconcile request per Gateway to K_SINK (here the function itself), and
-// answers once every reconcile has answered: event posted → answer is the
-// duration of the whole pass. Requests come from the audit log.
+// P6: one resync pass (a PingSource event) over n Gateways.
+//
+// After (the main build): the pass lists what the plans read, plans every
+// Gateway in memory and fans out a reconcile request only for the Gateways
+// that drifted (functions/dispatch/resync.ts). K_SINK is a stand-in for the
+// Broker's ingress (bench/lib/broker-stand-in.ts): it takes each request with
+// 202 and counts it, so a pass answers once its fan-out is handed over, as
+// with a Broker. Measured on a fresh process each size: in-sync passes (time,
+// audit-log requests, writes), then d Gateways whose Deployment was edited by
+// hand (exactly d requests must reach the sink), then every Gateway drifted
+// at once (the GatewayConfiguration edited: n requests). Peak memory: the
+// process's VmHWM, after the in-sync passes and after the all-drifted pass.
+//
+// Before (--p6-before, an older build): its pass fanned out one reconcile per
+// Gateway back to itself and answered when all had answered; one in-sync
+// pass per size, on a fresh process.
+
+export interface PassFigures {
+  /** Event posted → answered. */
+  ms: number;
+  status: number;
+  outcome: string;
+  /** Requests of the controller identity in the pass (audit log). */
+  counts: RequestCounts;
+  /** Gateways the pass planned, and the API requests it counted itself (log line). */
+  planned?: number;
+  requests?: number;
+  /** Reconcile requests the Broker stand-in took. */
+  fannedOut: number;
+}
 
 export interface P6Size {
   n: number;
   passes: number;
-  /** Event posted → dispatch answered (every reconcile of the pass done). */
+  /** In-sync passes. */
   ms: Summary;
-  /** Requests of the last pass. */
-  counts: RequestCounts;
-  /** Requests made once per pass (dispatch: list gatewayclasses, list gateways). */
-  dispatchRequests: number;
-  /** (total − dispatch) / n, by verb. */
-  perGateway: VerbCounts;
-  perGatewayTotal: number;
-  requestsPerGatewayAll: number;
-  /** Every pass made zero writes (all Gateways were in sync). */
-  noWrites: boolean;
-  /** Reconcile invocations that the pass's log lines show, and their outcomes. */
-  outcomes: Record<string, number>;
+  /** The last in-sync pass. */
+  inSync: PassFigures;
+  /** At most 10 requests plus one per extra 500-object page of the lists that grow with n (Gateways, LB Deployments). */
+  requestAllowance: number;
+  /** VmHWM after a warm-up pass and the in-sync passes. */
+  peakMb: number;
+  drift: PassFigures & { d: number; exact: boolean };
+  allDrifted: PassFigures & { peakMb: number };
+  before?: PassFigures & { peakMb: number; variant: string };
 }
 
 export interface P6Result {
   sizes: P6Size[];
-  /** Requests per Gateway (by verb) and per pass are the same for every n. */
-  flat: boolean;
+  /** Every in-sync pass within its allowance and writing nothing, every drift pass exact. */
+  ok: boolean;
 }
 
-const DISPATCH = new Set(['list gatewayclasses', 'list gateways']);
+/** How many passes the converge step may take before it gives up. */
+const CONVERGE_PASSES = 6;
 
-export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; passes: number; variant?: Variant }): Promise<P6Result> {
+function mbOf(kb: number): number {
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+async function editImage(c: BenchCluster, namespace: string, name: string, image: string): Promise<void> {
+  const apps = c.admin.makeApiClient(AppsV1Api);
+  for (let i = 0; ; i++) {
+    const live = await apps.readNamespacedDeployment({ namespace, name });
+    const containers = (live.spec?.template.spec?.containers ?? []).map((ct) => ({ ...ct, image }));
+    try {
+      await apps.replaceNamespacedDeployment({ namespace, name, body: { ...live, spec: { ...live.spec!, template: { ...live.spec!.template, spec: { ...live.spec!.template.spec!, containers } } } } });
+      return;
+    } catch (err) {
+      if (i > 5 || !(err instanceof ApiException && err.code === 409)) throw err;
+    }
+  }
+}
+
+async function onePass(ctx: BenchContext, fn: FunctionProcess, sink: BrokerStandIn | undefined): Promise<PassFigures> {
+  sink?.clear();
+  const window = await ctx.cluster.audit.begin();
+  const ev = pingEvent();
+  const r = await fn.post(ev);
+  const events = await window.end();
+  const line = await fn.handled(ev.id, 120_000);
+  return {
+    ms: r.ms,
+    status: r.status,
+    outcome: line.outcome ?? '?',
+    counts: requestCounts(events, ctx.identity.username),
+    ...(typeof line.planned === 'number' ? { planned: line.planned } : {}),
+    ...(typeof line.requests === 'number' ? { requests: line.requests } : {}),
+    fannedOut: sink?.keys.length ?? 0,
+  };
+}
+
+/**
+ * Reconciles until a pass finds nothing to do: the function fans out to
+ * itself and answers when every reconcile has, with a budget large enough
+ * for thousands of creates.
+ */
+async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined): Promise<void> {
+  const base = variant ?? SHIPPED_VARIANT;
+  const fn = await FunctionProcess.start({ variant: { ...base, env: { ...base.env, INVOCATION_BUDGET_MS: '3600000', API_REQUEST_TIMEOUT_MS: '60000' } }, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns] });
+  try {
+    for (let i = 0; i < CONVERGE_PASSES; i++) {
+      const ev = pingEvent();
+      const r = await fn.post(ev);
+      const line = await fn.handled(ev.id, 3_600_000);
+      ctx.log(`P6 n=${n}: converge pass ${i + 1}: ${r.status} ${line.outcome} (${line.gateways ?? 0} reconciled) in ${Math.round(r.ms)} ms`);
+      if (r.status < 300 && line.outcome === 'no-gateway-affected') return;
+      // What the deployment controller reports of the writes feeds
+      // LoadBalancerAvailable: the next pass must see it.
+      if (r.status < 300) await waitDeploymentsObserved(ctx.cluster, ns, n, 600_000);
+    }
+    throw new Error(`P6 n=${n}: not converged after ${CONVERGE_PASSES} passes`);
+  } finally {
+    await fn.stop();
+  }
+}
+
+export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; passes: number; variant?: Variant; before?: Variant }): Promise<P6Result> {
   const { cluster: c, identity } = ctx;
   const ns = await createNamespace(c, 'bench-p6');
   await createConfiguration(c, ns, 'cfg');
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
+  const sink = await startBrokerStandIn();
   const out: P6Size[] = [];
   let have = 0;
   try {
@@ -50,71 +137,64 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
       ctx.log(`P6 n=${n}: creating ${n - have} Gateways`);
       await createGateways(c, ns, names('gw', have, n), ctx.className, 'cfg');
       have = Math.max(have, n);
-      const all = names('gw', 0, n);
-      // Converge: a first pass creates the new Deployments.
-      const first = await fn.post(pingEvent());
-      if (first.status >= 300) throw new Error(`resync answered ${first.status}`);
-      await waitApplied(c, ns, all, 1, 300000);
-      await waitDeploymentsObserved(c, ns, n, 300000);
-      // Settle: passes until one writes nothing (status follows Deployment status).
-      for (let i = 0; i < 5; i++) {
-        const w = await c.audit.begin();
-        const settle = pingEvent();
-        await fn.post(settle);
-        // Its reconciles' log lines come before its own on the same pipe: once
-        // that is read, none of them can land in the measured pass's count.
-        await fn.handled(settle.id);
-        if (requestCounts(await w.end(), identity.username).writes === 0) break;
-      }
-      ctx.log(`P6 n=${n}: measuring ${opts.passes} passes`);
-      const times: number[] = [];
-      let counts: RequestCounts | undefined;
-      let classConfigurationReads = 0;
-      let noWrites = true;
-      let outcomes: Record<string, number> = {};
-      for (let p = 0; p < opts.passes; p++) {
-        fn.clearLogs();
-        const window = await c.audit.begin();
-        const ev = pingEvent();
-        const r = await fn.post(ev);
-        const events = await window.end();
-        if (r.status >= 300) throw new Error(`resync pass answered ${r.status}`);
-        const line = await fn.handled(ev.id);
-        if (line.gateways !== n) throw new Error(`resync fanned out to ${line.gateways} Gateways, expected ${n}`);
-        times.push(r.ms);
-        counts = requestCounts(events, identity.username);
-        // The GatewayClass reconciles of the pass read the GatewayConfigurations
-        // their classes name, which live outside the bench namespace: per pass,
-        // and as many as the cluster has such classes.
-        classConfigurationReads = events.filter((e) => e.user.username === identity.username && e.verb === 'get' && e.objectRef?.resource === 'gatewayconfigurations' && e.objectRef.namespace !== ns).length;
-        if (counts.writes > 0) noWrites = false;
-        outcomes = {};
-        for (const l of fn.logs) {
-          if (l.type === 'org.nordix.meridio2.gateway.reconcile') outcomes[l.outcome ?? '?'] = (outcomes[l.outcome ?? '?'] ?? 0) + 1;
+      await converge(ctx, ns, n, opts.variant);
+
+      let before: P6Size['before'];
+      if (opts.before) {
+        ctx.log(`P6 n=${n}: one pass of ${opts.before.name}`);
+        const old = await FunctionProcess.start({ variant: opts.before, kubeconfig: identity.kubeconfig, namespaces: [ns] });
+        try {
+          const pass = await onePass(ctx, old, undefined);
+          before = { ...pass, peakMb: mbOf(old.memory().hwmKb), variant: opts.before.name };
+        } finally {
+          await old.stop();
         }
+        // A pass cut off by its budget may have left reconciles half done.
+        await converge(ctx, ns, n, opts.variant);
       }
-      const last = counts as RequestCounts;
-      let dispatchRequests = 0;
-      const perGateway: VerbCounts = {};
-      // The resync also reconciles every GatewayClass of ours: one CRD read and
-      // one class read each, a per-pass cost like dispatch's lists, not a per-Gateway one.
-      const classReconciles = last.byVerb['get customresourcedefinitions'] ?? 0;
-      for (const [k, v] of Object.entries(last.byVerb)) {
-        if (DISPATCH.has(k) || k === 'get customresourcedefinitions') dispatchRequests += v;
-        else if (k === 'get gatewayclasses') {
-          dispatchRequests += classReconciles;
-          perGateway[k] = (v - classReconciles) / n;
-        } else if (k === 'get gatewayconfigurations') {
-          dispatchRequests += classConfigurationReads;
-          perGateway[k] = (v - classConfigurationReads) / n;
-        } else perGateway[k] = v / n;
+
+      ctx.log(`P6 n=${n}: measuring ${opts.passes} in-sync passes`);
+      const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns], sink: sink.url });
+      try {
+        // Warm-up: the first event of a process opens its connections.
+        await onePass(ctx, fn, sink);
+        const times: number[] = [];
+        let inSync: PassFigures | undefined;
+        for (let p = 0; p < opts.passes; p++) {
+          inSync = await onePass(ctx, fn, sink);
+          if (inSync.status >= 300) throw new Error(`P6 n=${n}: in-sync pass answered ${inSync.status} (${inSync.outcome})`);
+          times.push(inSync.ms);
+        }
+        const peakMb = mbOf(fn.memory().hwmKb);
+
+        const d = Math.min(100, Math.max(2, Math.floor(n / 10)));
+        const edited = names('gw', 0, n).filter((_, i) => i % Math.floor(n / d) === 0).slice(0, d);
+        ctx.log(`P6 n=${n}: ${edited.length} Deployments edited by hand`);
+        for (const name of edited) await editImage(c, ns, `sllbr-${name}`, 'example.invalid/hand-edited:1');
+        const drift = await onePass(ctx, fn, sink);
+        const exact = drift.fannedOut === edited.length && [...sink.keys].sort().join() === edited.map((g) => `${ns}/${g}`).sort().join();
+
+        ctx.log(`P6 n=${n}: the GatewayConfiguration edited: every Gateway drifted`);
+        await editConfiguration(c, ns, 'cfg');
+        const all = await onePass(ctx, fn, sink);
+        out.push({
+          n,
+          passes: opts.passes,
+          ms: summarize(times),
+          inSync: inSync as PassFigures,
+          requestAllowance: 10 + 2 * (Math.ceil(n / PAGE_SIZE) - 1),
+          peakMb,
+          drift: { ...drift, d: edited.length, exact },
+          allDrifted: { ...all, peakMb: mbOf(fn.memory().hwmKb) },
+          ...(before ? { before } : {}),
+        });
+      } finally {
+        await fn.stop();
       }
-      const perGatewayTotal = (last.total - dispatchRequests) / n;
-      out.push({ n, passes: opts.passes, ms: summarize(times), counts: last, dispatchRequests, perGateway, perGatewayTotal, requestsPerGatewayAll: last.total / n, noWrites, outcomes });
     }
   } finally {
-    await fn.stop();
+    await sink.close();
   }
-  const shape = (s: P6Size): string => JSON.stringify({ perGateway: s.perGateway, dispatch: s.dispatchRequests });
-  return { sizes: out, flat: out.every((s) => shape(s) === shape(out[0] as P6Size)) };
+  const ok = out.every((s) => s.inSync.counts.writes === 0 && s.inSync.counts.total <= s.requestAllowance && s.drift.exact && s.allDrifted.fannedOut === s.n);
+  return { sizes: out, ok };
 }

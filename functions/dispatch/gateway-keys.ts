@@ -3,7 +3,7 @@ import type { GatewayKey } from '../../api/gateway-key.js';
 import { formatIp, parseIp } from '../reconcile/plan/cidr.js';
 import { deploymentName } from '../reconcile/plan/names.js';
 import { routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Gateway, GatewayClass } from '../../api/schemas.js';
+import type { Gateway } from '../../api/schemas.js';
 
 // Pure mapping rules: which Gateways an observed object affects. The I/O
 // wrapper (dispatch.ts) fetches the lists these functions filter.
@@ -52,12 +52,6 @@ export function gatewaysUsingConfiguration(gateways: Gateway[], namespace: strin
 /** Every Gateway of the class, whoever controls the class now (a class that just stopped being ours included). */
 export function gatewaysOfClass(gateways: Gateway[], className: string): GatewayKey[] {
   return gateways.filter((gw) => gw.spec.gatewayClassName === className).map(keyOf);
-}
-
-/** Every Gateway whose class is ours. */
-export function managedGateways(gateways: Gateway[], classes: GatewayClass[], controllerName: string): GatewayKey[] {
-  const ours = new Set(classes.filter((c) => c.spec.controllerName === controllerName).map((c) => c.metadata.name));
-  return gateways.filter((gw) => ours.has(gw.spec.gatewayClassName)).map(keyOf);
 }
 
 interface RouteLike {

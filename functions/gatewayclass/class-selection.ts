@@ -7,13 +7,11 @@ import { reconcileClass, type ClassReconcileResult } from './reconcile.js';
 // Which GatewayClasses an event asks to reconcile, and running those
 // reconciles. A class's status depends on the class itself, on the
 // GatewayConfiguration its parametersRef names, and on the installed CRDs
-// (seen at resync). Classes are few, so they are reconciled in the
+// (seen at resync, which plans every class of ours and reconciles those whose
+// status would change). Classes are few, so they are reconciled in the
 // invocation that received the event, one reconcile per class.
 
-export async function classesForEvent(api: KubeApi, incoming: Incoming, controllerName: string): Promise<string[]> {
-  if (incoming.kind === 'ping') {
-    return (await api.listGatewayClasses()).filter((c) => c.spec.controllerName === controllerName).map((c) => c.metadata.name).sort();
-  }
+export async function classesForEvent(api: KubeApi, incoming: Incoming): Promise<string[]> {
   if (incoming.kind !== 'apiserver') return [];
   if (incoming.resource.kind === 'GatewayClass') return [incoming.resource.name];
   if (incoming.resource.kind === 'GatewayConfiguration') {
@@ -22,11 +20,16 @@ export async function classesForEvent(api: KubeApi, incoming: Incoming, controll
   return [];
 }
 
-export async function reconcileClassesFor(incoming: Incoming, deps: { api: KubeApi; reconcile: ReconcileDeps }): Promise<ClassReconcileResult[]> {
+/** One reconcile per class, in this invocation. */
+export async function reconcileClasses(names: readonly string[], deps: { reconcile: ReconcileDeps }): Promise<ClassReconcileResult[]> {
   const r = deps.reconcile;
-  const names = await classesForEvent(deps.api, incoming, r.settings.controllerName);
   const classDeps = { api: r.api, controllerName: r.settings.controllerName, template: r.template.deployment, clock: r.clock };
   const results: ClassReconcileResult[] = [];
   for (const name of names) results.push(await reconcileClass(name, classDeps));
   return results;
+}
+
+/** The classes an API event names (the resync plans its own: dispatch/resync.ts). */
+export async function reconcileClassesFor(incoming: Incoming, deps: { api: KubeApi; reconcile: ReconcileDeps }): Promise<ClassReconcileResult[]> {
+  return reconcileClasses(await classesForEvent(deps.api, incoming), deps);
 }

@@ -17,6 +17,7 @@ import {
   type Namespace,
 } from '../../api/schemas.js';
 import { isNotFound } from './classify-error.js';
+import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { pooledConfiguration } from './pooled-client.js';
 import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
@@ -49,6 +50,26 @@ function parse<S extends z.ZodType>(schema: S, what: string, value: unknown): z.
   return r.data;
 }
 
+/** What each list the controller makes gives, by resource. */
+export interface Listed {
+  gateways: Gateway;
+  gatewayclasses: GatewayClass;
+  gatewayconfigurations: GatewayConfiguration;
+  l34routes: L34Route;
+  deployments: Deployment;
+  namespaces: Namespace;
+}
+export type ListedResource = keyof Listed;
+
+// Server-side apply bookkeeping, several KB per object that nothing here
+// reads: dropped from listed objects before they are kept (a resync holds
+// thousands).
+function withoutManagedFields(item: unknown): unknown {
+  const metadata = (item as { metadata?: { managedFields?: unknown } } | null)?.metadata;
+  if (metadata && typeof metadata === 'object' && 'managedFields' in metadata) delete metadata.managedFields;
+  return item;
+}
+
 export interface KubeApi {
   getGateway(namespace: string, name: string): Promise<Gateway | null>;
   getGatewayClass(name: string): Promise<GatewayClass | null>;
@@ -59,6 +80,13 @@ export interface KubeApi {
   listNamespaces(): Promise<Namespace[]>;
   listGateways(namespace?: string): Promise<Gateway[]>;
   listGatewayClasses(): Promise<GatewayClass[]>;
+  /**
+   * One page of a list (list-pages.ts walks them): at most `limit` objects,
+   * and the token for the next page. Without a resourceVersion the API server
+   * answers from its watch cache, consistently (at least as new as any write
+   * it acknowledged before), and every page of one list is of one snapshot.
+   */
+  listPage<R extends ListedResource>(resource: R, request: PageRequest): Promise<Page<Listed[R]>>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
@@ -94,11 +122,42 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } =
     }
   };
 
-  const list = async <S extends z.ZodType>(ref: Ref, schema: S, namespace?: string): Promise<z.output<S>[]> => {
+  const page = async <S extends z.ZodType>(ref: Ref, schema: S, request: PageRequest): Promise<Page<z.output<S>>> => {
+    const { namespace, labelSelector, limit, continue: token } = request;
+    const options = { ...ref, limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) };
     const raw = (namespace === undefined
-      ? await api.listClusterCustomObject({ ...ref })
-      : await api.listNamespacedCustomObject({ ...ref, namespace })) as { items?: unknown[] };
-    return (raw.items ?? []).map((item, i) => parse(schema, `${ref.plural} item ${i}`, item));
+      ? await api.listClusterCustomObject(options)
+      : await api.listNamespacedCustomObject({ ...options, namespace })) as { items?: unknown[]; metadata?: { continue?: string } };
+    return { items: (raw.items ?? []).map((item, i) => parse(schema, `${ref.plural} item ${i}`, withoutManagedFields(item))), continue: raw.metadata?.continue || undefined };
+  };
+
+  // The core API is outside what the custom-objects client can address.
+  // Only name and labels are read; the typed client turns timestamps into Dates.
+  const namespacePage = async (request: PageRequest): Promise<Page<Namespace>> => {
+    const { labelSelector, limit, continue: token } = request;
+    const raw = await core.listNamespace({ limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) });
+    return {
+      items: raw.items.map((item, i) => parse(NamespaceSchema, `namespaces item ${i}`, { metadata: { name: item.metadata?.name, labels: item.metadata?.labels } })),
+      continue: raw.metadata?._continue || undefined,
+    };
+  };
+
+  const LISTS: { [R in ListedResource]: (request: PageRequest) => Promise<Page<Listed[R]>> } = {
+    gateways: (r) => page(GATEWAYS, GatewaySchema, r),
+    gatewayclasses: (r) => page(GATEWAY_CLASSES, GatewayClassSchema, r),
+    gatewayconfigurations: (r) => page(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema, r),
+    l34routes: (r) => page(L34ROUTES, L34RouteSchema, r),
+    deployments: (r) => page(DEPLOYMENTS, DeploymentSchema, r),
+    namespaces: namespacePage,
+  };
+
+  /** Every object of a list, page by page. */
+  const list = async <R extends ListedResource>(resource: R, namespace?: string): Promise<Listed[R][]> => {
+    const items: Listed[R][] = [];
+    await forEachPage((limit, token) => LISTS[resource]({ ...(namespace !== undefined && { namespace }), limit, ...(token !== undefined && { continue: token }) }), (pageItems) => {
+      items.push(...pageItems);
+    });
+    return items;
   };
 
   return {
@@ -106,14 +165,11 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } =
     getGatewayClass: (name) => get(GATEWAY_CLASSES, GatewayClassSchema, undefined, name),
     getGatewayConfiguration: (namespace, name) => get(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema, namespace, name),
     getDeployment: (namespace, name) => get(DEPLOYMENTS, DeploymentSchema, namespace, name),
-    listL34Routes: (namespace) => list(L34ROUTES, L34RouteSchema, namespace),
-    // The core API is outside what the custom-objects client can address.
-    // Only name and labels are read; the typed client turns timestamps into Dates.
-    listNamespaces: async () =>
-      (await core.listNamespace()).items.map((item, i) =>
-        parse(NamespaceSchema, `namespaces item ${i}`, { metadata: { name: item.metadata?.name, labels: item.metadata?.labels } })),
-    listGateways: (namespace) => list(GATEWAYS, GatewaySchema, namespace),
-    listGatewayClasses: () => list(GATEWAY_CLASSES, GatewayClassSchema),
+    listL34Routes: (namespace) => list('l34routes', namespace),
+    listNamespaces: () => list('namespaces'),
+    listGateways: (namespace) => list('gateways', namespace),
+    listGatewayClasses: () => list('gatewayclasses'),
+    listPage: (resource, request) => LISTS[resource](request),
     createDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
     replaceDeployment: async (namespace, body) =>

@@ -56,24 +56,22 @@ describe('bench quick mode: request counts', () => {
     expect(row('validation failure (repeat)').counts.writes).toBe(0);
   }, 180000);
 
-  it('P6: a resync pass costs the same requests per Gateway at every size', async () => {
-    const { sizes, flat } = await measureResync(ctx as BenchContext, { sizes: [10, 20, 40], passes: 1 });
+  it('P6: an in-sync resync pass is a handful of lists at every size; d drifted fan out exactly d', async () => {
+    const { sizes, ok } = await measureResync(ctx as BenchContext, { sizes: [10, 20, 40], passes: 1 });
     expect(sizes.map((s) => s.n)).toEqual([10, 20, 40]);
     for (const s of sizes) {
-      expect(s.noWrites).toBe(true);
-      expect(s.counts.writes).toBe(0);
-      expect(s.outcomes).toEqual({ 'in-sync': s.n });
-      // A no-op reconcile is five reads, one of each (docs/design.md §7.6):
-      // checked verb by verb against the audit log, not derived from the total.
-      expect(s.perGateway).toEqual({ 'get gateways': 1, 'get deployments': 1, 'list l34routes': 1, 'get gatewayclasses': 1, 'get gatewayconfigurations': 1 });
-      expect(s.perGatewayTotal).toBe(5);
+      expect(s.inSync).toMatchObject({ status: 204, outcome: 'no-gateway-affected', fannedOut: 0, planned: s.n });
+      expect(s.inSync.counts.writes).toBe(0);
+      // Lists, counted verb by verb against the audit log: one of each, whatever n.
+      for (const list of ['list gatewayclasses', 'list gateways', 'list gatewayconfigurations', 'list l34routes', 'list deployments']) expect(s.inSync.counts.byVerb[list]).toBe(1);
+      expect(s.inSync.counts.byVerb['get gateways']).toBeUndefined();
+      expect(s.inSync.counts.total).toBeLessThanOrEqual(s.requestAllowance);
+      expect(s.inSync.requests).toBe(s.inSync.counts.total);
+      expect(s.drift).toMatchObject({ exact: true, status: 204, outcome: 'fanned-out' });
+      expect(s.drift.fannedOut).toBe(s.drift.d);
+      expect(s.allDrifted.fannedOut).toBe(s.n);
     }
-    const first = sizes[0]!;
-    for (const s of sizes) {
-      expect(s.dispatchRequests).toBe(first.dispatchRequests);
-      expect(s.perGateway).toEqual(first.perGateway);
-      expect(s.perGatewayTotal).toBe(first.perGatewayTotal);
-    }
-    expect(flat).toBe(true);
-  }, 300000);
+    expect(new Set(sizes.map((s) => s.inSync.counts.total)).size).toBe(1);
+    expect(ok).toBe(true);
+  }, 600000);
 });

@@ -1,5 +1,6 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { targetsForApiEvent, targetsForResync } from '../../functions/dispatch/dispatch.js';
+import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
+import { resyncPass } from '../../functions/dispatch/resync.js';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
 import { observe } from '../../functions/reconcile/observe.js';
@@ -122,7 +123,8 @@ describe('observe: one read round with a right hint', () => {
     await w.setup();
     const gateway = await readGateway(w.ns(), 'gw');
     const scope = { controllerName: CONTROLLER_NAME, namespaces: [w.ns()] };
-    const resync = await targetsForResync(w.r().api, scope);
+    // Not reconciled yet: the resync finds it drifted.
+    const resync = (await resyncPass(w.r().api, scope, w.r().deps)).targets;
     expect(resync).toEqual([{ key: w.key(), hint: { gatewayClassName: w.cls(), configuration: { namespace: w.ns(), name: 'cfg' }, routeScope: 'same' } }]);
 
     const fromEvent = await targetsForApiEvent(w.r().api, scope, {

@@ -2,7 +2,7 @@ import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/clie
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../api/schemas.js';
-import { gatewayBody } from '../../tools/gateway-manifest.js';
+import { gatewayBody, routeBody } from '../../tools/gateway-manifest.js';
 import { adminConfig } from './cluster.js';
 import { deleteAfterTest } from './cluster-scoped.js';
 import { CONTROLLER_NAME } from './reconciler.js';
@@ -47,24 +47,7 @@ export async function createGateway(namespace: string, name: string, className: 
 }
 
 export async function createRoute(namespace: string, name: string, gateway: string, vips: string[], gatewayNamespace?: string): Promise<void> {
-  await custom().createNamespacedCustomObject({
-    ...L34ROUTES,
-    namespace,
-    body: {
-      apiVersion: 'meridio-2.nordix.org/v1alpha1',
-      kind: 'L34Route',
-      metadata: { name },
-      spec: {
-        parentRefs: [{ name: gateway, ...(gatewayNamespace ? { namespace: gatewayNamespace } : {}) }],
-        destinationCIDRs: vips,
-        protocols: ['TCP'],
-        priority: 1,
-        destinationPorts: ['80'],
-        sourceCIDRs: ['0.0.0.0/0'],
-        sourcePorts: ['any'],
-      },
-    },
-  });
+  await custom().createNamespacedCustomObject({ ...L34ROUTES, namespace, body: routeBody(name, gateway, vips, gatewayNamespace) });
 }
 
 /** Read-modify-write of any namespaced object's spec as the admin, retrying on 409 like a user would. */

@@ -1,14 +1,13 @@
 // The pure mapping rules of dispatch: which Gateways an observed object affects.
 import { WatchedObject } from '../../events/incoming.js';
 import { type GatewayKey } from '../../api/gateway-key.js';
-import { deploymentOwner, gatewaysByDeploymentName, gatewaysInReach, gatewaysOfClass, gatewaysUsingConfiguration, keyOf, managedGateways, routeGateways, uniqueKeys } from '../../functions/dispatch/gateway-keys.js';
+import { deploymentOwner, gatewaysByDeploymentName, gatewaysInReach, gatewaysOfClass, gatewaysUsingConfiguration, keyOf, routeGateways, uniqueKeys } from '../../functions/dispatch/gateway-keys.js';
 import { GATEWAY_GROUP } from '../../api/names.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
-import type { Gateway, GatewayClass } from '../../api/schemas.js';
+import type { Gateway } from '../../api/schemas.js';
 
 const NS = 'team-a';
 const OTHER_NS = 'team-b';
-const CONTROLLER = 'meridio-2.nordix.org/gateway-controller';
 
 interface GatewayOptions {
   namespace?: string;
@@ -29,10 +28,6 @@ function gateway(name: string, o: GatewayOptions = {}): Gateway {
     },
     ...(o.addresses ? { status: { addresses: o.addresses.map((value) => ({ type: 'IPAddress', value })) } } : {}),
   };
-}
-
-function gatewayClass(name: string, controllerName: string): GatewayClass {
-  return { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name }, spec: { controllerName } };
 }
 
 function deployment(name: string, ownerReferences?: unknown[], namespace = NS): WatchedObject {
@@ -156,7 +151,7 @@ describe('gatewaysUsingConfiguration', () => {
   });
 });
 
-describe('gatewaysOfClass and managedGateways', () => {
+describe('gatewaysOfClass', () => {
   const gateways = [
     gateway('a', { className: 'ours' }),
     gateway('b', { className: 'ours', namespace: OTHER_NS }),
@@ -168,18 +163,6 @@ describe('gatewaysOfClass and managedGateways', () => {
     expect(gatewaysOfClass(gateways, 'ours')).toEqual([k('a'), k('b', OTHER_NS)]);
     expect(gatewaysOfClass(gateways, 'theirs')).toEqual([k('c')]);
     expect(gatewaysOfClass(gateways, 'none')).toEqual([]);
-  });
-
-  it('managedGateways keeps the Gateways whose class has our controllerName', () => {
-    const classes = [gatewayClass('ours', CONTROLLER), gatewayClass('theirs', 'example.com/other-controller')];
-    expect(managedGateways(gateways, classes, CONTROLLER)).toEqual([k('a'), k('b', OTHER_NS)]);
-    expect(managedGateways(gateways, classes, 'example.com/other-controller')).toEqual([k('c')]);
-  });
-
-  it('managedGateways: several classes of ours, and none', () => {
-    const classes = [gatewayClass('ours', CONTROLLER), gatewayClass('theirs', CONTROLLER)];
-    expect(managedGateways(gateways, classes, CONTROLLER)).toEqual([k('a'), k('b', OTHER_NS), k('c')]);
-    expect(managedGateways(gateways, [], CONTROLLER)).toEqual([]);
   });
 });
 

@@ -39,6 +39,9 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
     listNamespaces: async () => [],
     listGateways: async () => [structuredClone(gw)],
     listGatewayClasses: async () => [gatewayClass()],
+    listPage: async () => {
+      throw new Error('not expected in this scenario');
+    },
     createDeployment: async () => {
       throw new Error('not expected in this scenario');
     },

@@ -21,7 +21,12 @@ describe('the shipped entry point', () => {
   });
 
   it('is the blob the build stage makes and the runtime stage copies', () => {
-    expect(dockerfile).toContain('RUN npm run build:bundle');
+    // The build stage runs the bundle script itself rather than through
+    // `npm run`, which would put the node devDependency first on PATH: the
+    // snapshot must be built by the image's own Node, the one that starts it.
+    const script = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['build:bundle'];
+    expect(script).toBe('node tools/bundle/build.mts');
+    expect(dockerfile).toContain(`RUN ${script}\n`);
     expect(dockerfile).toContain(`COPY --from=build /src/${SHIPPED_BLOB} ./${SHIPPED_BLOB}`);
   });
 

@@ -45,7 +45,8 @@ export function sameCondition(a: ConditionSpec | Condition | undefined, b: Condi
 // never depends on anything but the inputs. lastTransitionTime moves only when
 // the status does.
 export function upsertConditions(existing: Condition[], desired: ConditionSpec[], now: string): Condition[] {
-  const out = existing.map((c) => structuredClone(c));
+  // Conditions are replaced whole, never changed in place: a shallow copy of the list is enough.
+  const out = [...existing];
   for (const spec of desired) {
     const index = out.findIndex((c) => c.type === spec.type);
     const previous = index < 0 ? undefined : out[index];

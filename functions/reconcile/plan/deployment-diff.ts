@@ -136,41 +136,38 @@ function pick(live: unknown, desired: unknown, force: boolean): unknown {
 
 // Labels and annotations are merged (others' keys are preserved), the spec
 // and pod-spec fields we render are picked, every other live field is kept.
+//
+// The body shares every subtree it does not change with `live` and `desired`
+// (both are inputs, never mutated): only the objects on the way to a changed
+// field are copied. Copying the whole live object was most of a no-op plan's
+// time, and shared subtrees also make needsWrite's comparison of them free.
 export function overlayManaged(live: Deployment, desired: Deployment, options: { force: boolean }): Deployment {
   const { force } = options;
-  const out = structuredClone(live);
   const labels = mergeMaps(live.metadata.labels, desired.metadata.labels);
   const annotations = mergeMaps(live.metadata.annotations, desired.metadata.annotations);
-  out.metadata = { ...out.metadata, ...(labels && { labels }), ...(annotations && { annotations }) };
-
+  const spec: Deployment['spec'] = { ...live.spec };
   for (const [key, value] of Object.entries(desired.spec)) {
     if (key === 'template' || value === undefined) continue;
-    out.spec[key] = structuredClone(pick(live.spec[key], value, force));
+    spec[key] = pick(live.spec[key], value, force);
   }
 
   const liveTemplate = live.spec.template;
   const desiredTemplate = desired.spec.template;
   const podLabels = mergeMaps(liveTemplate.metadata?.labels, desiredTemplate.metadata?.labels);
-  const podAnnotations = mergeMaps(liveTemplate.metadata?.annotations, desiredTemplate.metadata?.annotations);
-  if (podLabels !== undefined || podAnnotations !== undefined) {
-    out.spec.template.metadata = {
-      ...out.spec.template.metadata,
-      ...(podLabels && { labels: podLabels }),
-      ...(podAnnotations && { annotations: podAnnotations }),
-    };
-  }
-
+  const merged = mergeMaps(liveTemplate.metadata?.annotations, desiredTemplate.metadata?.annotations);
   // The one pod template annotation we remove: with no networks left, the
   // Multus annotation goes (merging alone would keep the live one forever).
-  const livePodAnnotations = out.spec.template.metadata?.annotations;
-  if (livePodAnnotations?.[NETWORKS_ANNOTATION] !== undefined && desiredTemplate.metadata?.annotations?.[NETWORKS_ANNOTATION] === undefined) {
-    delete livePodAnnotations[NETWORKS_ANNOTATION];
-  }
+  const dropNetworks = merged?.[NETWORKS_ANNOTATION] !== undefined && desiredTemplate.metadata?.annotations?.[NETWORKS_ANNOTATION] === undefined;
+  const podAnnotations = dropNetworks ? withoutKey(merged, NETWORKS_ANNOTATION) : merged;
+  const podMetadata =
+    podLabels !== undefined || podAnnotations !== undefined
+      ? { ...liveTemplate.metadata, ...(podLabels && { labels: podLabels }), ...(podAnnotations && { annotations: podAnnotations }) }
+      : liveTemplate.metadata;
 
-  const podSpec = out.spec.template.spec;
+  const podSpec: Deployment['spec']['template']['spec'] = { ...liveTemplate.spec };
   for (const [key, value] of Object.entries(desiredTemplate.spec)) {
     if (value === undefined) continue;
-    podSpec[key] = structuredClone(pick(liveTemplate.spec[key], value, force));
+    podSpec[key] = pick(liveTemplate.spec[key], value, force);
   }
   // The deprecated alias is echoed by the server from serviceAccountName; a
   // stale one left in the body would contradict the name we set.
@@ -178,7 +175,13 @@ export function overlayManaged(live: Deployment, desired: Deployment, options: {
   if (podSpec.serviceAccount !== undefined && account !== undefined && podSpec.serviceAccount !== account) {
     podSpec.serviceAccount = account;
   }
-  return out;
+  spec.template = { ...liveTemplate, ...(podMetadata !== undefined && { metadata: podMetadata }), spec: podSpec };
+  return { ...live, metadata: { ...live.metadata, ...(labels && { labels }), ...(annotations && { annotations }) }, spec };
+}
+
+function withoutKey(map: Record<string, string>, key: string): Record<string, string> {
+  const { [key]: _dropped, ...rest } = map;
+  return rest;
 }
 
 export function needsWrite(live: Deployment, body: Deployment): boolean {

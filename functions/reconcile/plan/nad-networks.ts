@@ -15,6 +15,9 @@ const NetworkSelectionSchema = z.looseObject({
 
 export type NetworkSelection = z.infer<typeof NetworkSelectionSchema>;
 
+// Built once: constructing a zod schema costs more than parsing a short list with it.
+const NetworkSelectionListSchema = z.array(NetworkSelectionSchema);
+
 export type NetworksParse = { ok: true; networks: NetworkSelection[] } | { ok: false; error: string };
 
 // Multus reads the value as JSON when it contains any of these characters and
@@ -33,7 +36,7 @@ function parseJsonForm(value: string): NetworksParse {
   } catch (error) {
     return { ok: false, error: `not valid JSON (${error instanceof Error ? error.message : String(error)})` };
   }
-  const parsed = z.array(NetworkSelectionSchema).safeParse(raw);
+  const parsed = NetworkSelectionListSchema.safeParse(raw);
   if (!parsed.success) {
     return { ok: false, error: 'expected a JSON list of {name, namespace?, interface?} objects' };
   }

@@ -5,6 +5,7 @@
 // replicas and resources that are not enforced, the selector (immutable), and
 // a NAD annotation that already says the same thing. Everything else is a
 // pure function of the inputs, so rendering twice gives the same object.
+import { cloneJson } from './clone-json.js';
 import { appliedAnnotations, currentState } from './applied-annotations.js';
 import { parseCidr } from './cidr.js';
 import { selectorMatches } from './label-selector.js';
@@ -108,19 +109,17 @@ export function renderDeployment(input: RenderInput): Rendered {
 
   // Template spec fields other than these three (strategy, minReadySeconds,
   // ...) are rendered as the template has them.
-  const templateSpec: Record<string, unknown> = structuredClone(template.spec);
-  delete templateSpec.replicas;
-  delete templateSpec.selector;
-  delete templateSpec.template;
+  const { replicas: _replicas, selector: _selector, template: _template, ...templateRest } = template.spec;
+  const templateSpec: Record<string, unknown> = cloneJson(templateRest);
   const { horizontalScaling } = configuration.spec;
   const replicas = live !== null && !horizontalScaling.enforceReplicas ? live.spec.replicas : horizontalScaling.replicas;
   const liveSelector = live?.spec.selector;
   const selector =
     liveSelector !== undefined && selectorMatches(liveSelector, podLabels)
-      ? structuredClone(liveSelector)
+      ? cloneJson(liveSelector)
       : { matchLabels: { [LABEL_APP]: name } };
 
-  const podMetadata: NonNullable<PodTemplateSpec['metadata']> = { ...structuredClone(podMeta), labels: podLabels };
+  const podMetadata: NonNullable<PodTemplateSpec['metadata']> = { ...cloneJson(podMeta), labels: podLabels };
   if (Object.keys(podAnnotations).length > 0) podMetadata.annotations = podAnnotations;
   else delete podMetadata.annotations;
 
@@ -150,9 +149,12 @@ export function renderDeployment(input: RenderInput): Rendered {
 
 function renderPodSpec(input: RenderInput, name: string): PodSpec {
   const { template, gateway, configuration, settings, live } = input;
-  const spec = structuredClone(template.spec.template.spec);
-  spec.serviceAccountName = settings.lbServiceAccount;
-  delete spec.serviceAccount;
+  // A shallow copy: every field replaced below gets a new value, and only the
+  // affinity is changed in place, so only it is copied deep. The rest is
+  // shared with the template (inputs are never written to).
+  const { serviceAccount: _alias, ...templateSpec } = template.spec.template.spec;
+  const spec: PodSpec = { ...templateSpec, serviceAccountName: settings.lbServiceAccount };
+  if (spec.affinity !== undefined) spec.affinity = cloneJson(spec.affinity);
   const antiAffinity = spec.affinity?.podAntiAffinity;
   for (const term of antiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) rewriteAppSelector(term, name);
   for (const weighted of antiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? []) {
@@ -235,15 +237,15 @@ function withResources(container: Container, args: ContainerArgs | undefined, li
     const requests = args.resources?.requests;
     const limits = args.resources?.limits;
     out.resources = { ...(requests !== undefined && { requests }), ...(limits !== undefined && { limits }) };
-    out.resizePolicy = structuredClone(args.resizePolicy ?? []);
+    out.resizePolicy = args.resizePolicy ?? [];
     return out;
   }
   if (live !== undefined) {
     const out: Container = { ...container };
     delete out.resources;
     delete out.resizePolicy;
-    if (live.resources !== undefined) out.resources = structuredClone(live.resources);
-    if (live.resizePolicy !== undefined) out.resizePolicy = structuredClone(live.resizePolicy);
+    if (live.resources !== undefined) out.resources = live.resources;
+    if (live.resizePolicy !== undefined) out.resizePolicy = live.resizePolicy;
     return out;
   }
   return container;

@@ -4,7 +4,7 @@
 // in any namespace could put its VIPs on any Gateway; here a Gateway's owner
 // decides, with the Gateway API's default of Same.
 import { selectorMatches } from './label-selector.js';
-import type { Gateway, L34Route, Listener, Namespace } from '../../../api/schemas.js';
+import type { Gateway, L34Route, Listener, Namespace, ParentRef } from '../../../api/schemas.js';
 
 import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND, MERIDIO_GROUP } from '../../../api/names.js';
 
@@ -22,17 +22,24 @@ export function routeScope(gateway: Gateway): RouteScope {
   return 'same';
 }
 
+/** "namespace/name": how a Gateway, and a parentRef naming one, are keyed. */
+export function gatewayKeyText(namespace: string | undefined, name: string): string {
+  return `${namespace ?? ''}/${name}`;
+}
+
+/** The Gateway a parentRef names (its namespace defaults to the route's), or null when it names another kind. */
+export function parentGatewayKey(route: L34Route, ref: ParentRef): string | null {
+  if ((ref.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP || (ref.kind ?? GATEWAY_KIND) !== GATEWAY_KIND) return null;
+  return gatewayKeyText(ref.namespace || route.metadata.namespace, ref.name);
+}
+
 /** The parentRef names this Gateway (an L34Route has exactly one parent). */
 export function parentRefNames(route: L34Route, gateway: Gateway): { sectionName: string | undefined } | null {
   const refs = route.spec.parentRefs;
   if (refs.length !== 1) return null;
   const [ref] = refs;
   if (ref === undefined) return null;
-  const names =
-    (ref.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
-    (ref.kind ?? GATEWAY_KIND) === GATEWAY_KIND &&
-    (ref.namespace || route.metadata.namespace) === gateway.metadata.namespace &&
-    ref.name === gateway.metadata.name;
+  const names = parentGatewayKey(route, ref) === gatewayKeyText(gateway.metadata.namespace, gateway.metadata.name);
   return names ? { sectionName: ref.sectionName || undefined } : null;
 }
 

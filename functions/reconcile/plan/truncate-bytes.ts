@@ -14,7 +14,8 @@ const encoder = new TextEncoder();
  * prefix of whole code points that fits together with a trailing "...".
  */
 export function truncateUtf8(text: string, maxBytes: number): string {
-  if (encoder.encode(text).length <= maxBytes) return text;
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: short texts need no encoding.
+  if (text.length * 3 <= maxBytes || encoder.encode(text).length <= maxBytes) return text;
   const budget = maxBytes - ELLIPSIS.length;
   let used = 0;
   let end = 0;

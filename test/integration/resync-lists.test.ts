@@ -1,0 +1,125 @@
+import { AppsV1Api } from '@kubernetes/client-node';
+import { parseIncoming } from '../../events/incoming.js';
+import { startBrokerStandIn } from '../../bench/lib/broker-stand-in.js';
+import { apiServerEvent } from '../../events/outgoing.js';
+import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
+import { handleEvent, type Handled } from '../../functions/handle-event.js';
+import { handlerDeps } from '../support/handler-deps.js';
+import { DEPLOYMENTS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { adminConfig, auditLog } from '../support/cluster.js';
+import { createConfiguration, createGateway, editSpec, rawDeployment, type Spec } from '../support/fixtures.js';
+import { useWorld } from '../support/world.js';
+
+// Issue 17: a resync pass finds drift by lists (functions/dispatch/resync.ts)
+// and reconciles only what drifted. Counted from the API server's audit log,
+// as the controller's ServiceAccount under the shipped ClusterRole.
+
+const GATEWAYS = 200;
+const names = Array.from({ length: GATEWAYS }, (_, i) => `gw-${String(i).padStart(3, '0')}`);
+
+/** The requests one user made. */
+function requestsOf(events: AuditEvent[], user: string): AuditEvent[] {
+  return events.filter((e) => (e.impersonatedUser?.username ?? e.user.username) === user);
+}
+
+describe('resync by lists', () => {
+  const w = useWorld('resync');
+
+  const deps = (sink?: string) => handlerDeps(w.r().deps, { namespaces: [w.ns()], sink, localConcurrency: 8, budgetMs: 120_000 });
+  const pass = (sink?: string): Promise<Handled> => handleEvent({ kind: 'ping' }, deps(sink), { type: 'dev.knative.sources.ping', id: `resync-${Date.now()}` });
+
+  /**
+   * Passes until one finds nothing drifted, once the deployment controller has
+   * caught up with every LB Deployment (its status feeds LoadBalancerAvailable):
+   * the first pass creates the Deployments, later ones take in their status.
+   */
+  async function converge(): Promise<void> {
+    const apps = adminConfig().makeApiClient(AppsV1Api);
+    await waitFor('a resync pass that finds nothing drifted, with every LB Deployment observed', async () => {
+      const h = await pass();
+      expect(h.next).toBe('settle');
+      if (h.outcome !== 'no-gateway-affected') return undefined;
+      const lb = (await apps.listNamespacedDeployment({ namespace: w.ns() })).items;
+      return lb.every((d) => d.status?.observedGeneration === d.metadata?.generation) ? true : undefined;
+    }, { timeoutMs: 240_000, intervalMs: 200 });
+  }
+
+  const editImage = (ns: string, gateway: string, image: string): Promise<unknown> =>
+    editSpec(DEPLOYMENTS, ns, `sllbr-${gateway}`, (spec) => {
+      const template = spec.template as { spec: { containers: Spec[] } };
+      return { ...spec, template: { ...template, spec: { ...template.spec, containers: template.spec.containers.map((c) => ({ ...c, image })) } } };
+    });
+
+  it('200 Gateways in sync: one pass is a handful of lists and no write; a hand-edited Deployment is the only Gateway reconciled, and converges', async () => {
+    const ns = w.ns();
+    const user = w.r().username;
+    await createConfiguration(ns, 'cfg');
+    let next = 0;
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < names.length) await createGateway(ns, names[next++] as string, w.cls(), 'cfg');
+    }));
+    await converge();
+
+    // In sync: every Gateway planned, none reconciled, at most 12 requests, no write.
+    const quiet = await auditLog().begin();
+    const inSync = await pass();
+    const quietEvents = requestsOf(await quiet.end(), user);
+    expect(inSync).toMatchObject({ next: 'settle', outcome: 'no-gateway-affected', gateways: 0, planned: GATEWAYS });
+    expect(quietEvents.length).toBeLessThanOrEqual(12);
+    expect(inSync.requests).toBe(quietEvents.length);
+    expect(quietEvents.filter((e) => WRITE_VERBS.includes(e.verb))).toEqual([]);
+    // Lists, not one read per Gateway.
+    expect(quietEvents.filter((e) => e.verb === 'get' && e.objectRef?.resource === 'gateways')).toEqual([]);
+    expect(countBy(quietEvents, { verb: 'list', resource: 'deployments' })).toEqual({ [`${user} list deployments`]: 1 });
+
+    // A Deployment edited by hand: the only Gateway reconciled.
+    const edited = 'gw-123';
+    await editImage(ns, edited, 'example.invalid/hand-edited:1');
+    const window = await auditLog().begin();
+    const repaired = await pass();
+    const repairEvents = requestsOf(await window.end(), user);
+    expect(repaired).toMatchObject({ next: 'settle', outcome: 'applied', gateway: `${ns}/${edited}`, planned: GATEWAYS });
+    // Every Gateway read or status write, and every Deployment write, is of that one.
+    const gatewayNames = new Set(repairEvents.filter((e) => e.objectRef?.resource === 'gateways' && e.verb !== 'list').map((e) => e.objectRef?.name));
+    expect([...gatewayNames]).toEqual([edited]);
+    const deploymentWrites = repairEvents.filter((e) => e.objectRef?.resource === 'deployments' && WRITE_VERBS.includes(e.verb)).map((e) => `${e.verb} ${e.objectRef?.name}`);
+    expect(deploymentWrites).toEqual([`update sllbr-${edited}`]);
+    // Converged: the template's images are back, and the next passes settle to nothing drifted.
+    const images = ((await rawDeployment(ns, `sllbr-${edited}`)).spec as { template: { spec: { containers: Spec[] } } }).template.spec.containers.map((c) => c.image);
+    expect(images).not.toContain('example.invalid/hand-edited:1');
+    await converge();
+  }, 600_000);
+
+  it('d drifted among n: exactly d reconcile requests handed to the sink; a GatewayConfiguration edit fans out only when it changes something', async () => {
+    const ns = w.ns();
+    await createConfiguration(ns, 'cfg');
+    const few = names.slice(0, 12);
+    for (const name of few) await createGateway(ns, name, w.cls(), 'cfg');
+    await converge();
+
+    const drifted = ['gw-002', 'gw-005', 'gw-011'];
+    for (const name of drifted) await editImage(ns, name, 'example.invalid/hand-edited:2');
+    const sink = await startBrokerStandIn();
+    try {
+      const h = await pass(sink.url);
+      expect(h).toMatchObject({ next: 'settle', outcome: 'fanned-out', gateways: drifted.length, planned: few.length });
+      expect(sink.keys.sort()).toEqual(drifted.map((n) => `${ns}/${n}`));
+    } finally {
+      await sink.close();
+    }
+    await converge();
+
+    // A GatewayConfiguration event: one that changed nothing the Gateways
+    // render from (an edit of its metadata, a replayed event) reconciles
+    // nothing; a spec edit reconciles every Gateway that uses it.
+    const scope = { controllerName: w.r().deps.settings.controllerName, namespaces: [ns] };
+    const incoming = parseIncoming(apiServerEvent('update', { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', metadata: { name: 'cfg', namespace: ns } }, 'test'));
+    if (incoming.kind !== 'apiserver') throw new Error('not an ApiServerSource event');
+    expect(await targetsForApiEvent(w.r().api, scope, incoming)).toHaveLength(few.length);
+    expect(await targetsForApiEvent(w.r().api, scope, incoming, w.r().deps)).toEqual([]);
+    await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
+    expect((await targetsForApiEvent(w.r().api, scope, incoming, w.r().deps)).map((t) => t.key.name).sort()).toEqual(few);
+  }, 600_000);
+});
