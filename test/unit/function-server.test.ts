@@ -451,3 +451,38 @@ describe('graceful drain', () => {
     expect(String(await stuck)).toMatch(/fetch failed/);
   });
 });
+
+describe('sender authentication', () => {
+  const refused = async (authorization: string | undefined) => (authorization === 'Bearer good' ? { ok: true as const, sender: 'system:serviceaccount:ns:t', expiresAt: 0 } : { ok: false as const, reason: 'no bearer token' });
+  const event = () => binary(reconcileEvent(KEY));
+
+  it('required: a refused sender gets 401 with the reason, before the body is read or handled', async () => {
+    const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: refused } });
+    for (const path of ['/', PATHS.deadLetter]) {
+      const res = await post(`${url}${path}`, event());
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await res.json()).toEqual({ error: 'no bearer token' });
+    }
+    expect(calls).toHaveLength(0);
+    const m = event();
+    const ok = await fetch(`${url}/`, { method: 'POST', headers: { ...(m.headers as Record<string, string>), authorization: 'Bearer good' }, body: m.body as string });
+    expect(ok.status).toBe(204);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('required: keys that cannot be read get 503, so Knative delivers again', async () => {
+    const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: async () => ({ ok: false, reason: 'keys unreadable', unavailable: true }) } });
+    const res = await post(`${url}/`, event());
+    expect(res.status).toBe(503);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('accept-and-log: a refused sender is logged and served', async () => {
+    const warnings: string[] = [];
+    const { url, calls } = await start(undefined, { senderAuth: { mode: 'accept-and-log', verify: refused }, log: { ...silent, warn: (_o, msg) => warnings.push(msg ?? '') } });
+    expect((await post(`${url}/`, event())).status).toBe(204);
+    expect(calls).toHaveLength(1);
+    expect(warnings).toEqual(['sender not verified, served anyway']);
+  });
+});

@@ -1,0 +1,55 @@
+import { OpenidApi, WellKnownApi, type Configuration } from '@kubernetes/client-node';
+import type { KeyObject } from 'node:crypto';
+import { z } from 'zod';
+import { JwksSchema, keysOf } from './verify-token.js';
+
+// The cluster's service-account issuer and its public keys, read from the API
+// server's OIDC discovery (the same documents Knative Eventing's receivers
+// verify with). Read once per process and again only when a token names a key
+// not seen yet (the API server rotated its signing key), at most once per
+// REFRESH_INTERVAL_MS: a stream of forged tokens cannot turn into a stream of
+// API requests.
+
+const DiscoverySchema = z.looseObject({ issuer: z.string().min(1) });
+
+export interface IssuerKeys {
+  issuer: string;
+  keys: Map<string, KeyObject>;
+}
+
+export const REFRESH_INTERVAL_MS = 60_000;
+
+export interface IssuerKeySource {
+  /** The issuer and a key for kid; undefined when the issuer has no such key. Rejects when the documents cannot be read. */
+  keyFor(kid: string): Promise<{ issuer: string; key: KeyObject | undefined }>;
+}
+
+// Typed as strings by the generated client, but it parses a JSON answer.
+const document = (body: unknown): unknown => (typeof body === 'string' ? JSON.parse(body) : body);
+
+async function readIssuerKeys(config: Configuration): Promise<IssuerKeys> {
+  const discovery = DiscoverySchema.parse(document(await new WellKnownApi(config).getServiceAccountIssuerOpenIDConfiguration()));
+  const jwks = JwksSchema.parse(document(await new OpenidApi(config).getServiceAccountIssuerOpenIDKeyset()));
+  return { issuer: discovery.issuer, keys: keysOf(jwks) };
+}
+
+export function issuerKeySource(config: Configuration, now: () => number = Date.now): IssuerKeySource {
+  let current: Promise<IssuerKeys> | undefined;
+  let readAt = 0;
+  const read = (): Promise<IssuerKeys> => {
+    readAt = now();
+    const p = readIssuerKeys(config);
+    current = p;
+    // A failed read is tried again by the next token that needs it.
+    p.catch(() => { if (current === p) current = undefined; });
+    return p;
+  };
+  return {
+    async keyFor(kid) {
+      let known = await (current ?? read());
+      if (!known.keys.has(kid) && now() - readAt >= REFRESH_INTERVAL_MS) known = await read();
+      return { issuer: known.issuer, key: known.keys.get(kid) };
+    },
+  };
+}
+
