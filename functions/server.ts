@@ -66,19 +66,27 @@ const JSON_TYPES = /^(application\/(json|cloudevents\+json)|[a-z]+\/[a-z0-9.+-]*
 // past DISCARD_MAX_BYTES more (or forever) is answered at that point instead.
 const DISCARD_MAX_BYTES = 4 * 1024 * 1024;
 
-function discardThenReject(req: IncomingMessage, error: HttpError, reject: (e: unknown) => void): void {
+/** Reads and drops the rest of a body, without buffering, until it ends or DISCARD_MAX_BYTES more have come. */
+function discardBody(req: IncomingMessage): Promise<void> {
   req.removeAllListeners('data');
   req.removeAllListeners('end');
-  let discarded = 0;
-  req.on('data', (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > DISCARD_MAX_BYTES) {
-      req.removeAllListeners('data');
-      reject(error);
-    }
+  return new Promise((resolve) => {
+    if (req.readableEnded) return resolve();
+    let discarded = 0;
+    req.on('data', (chunk: Buffer) => {
+      discarded += chunk.length;
+      if (discarded > DISCARD_MAX_BYTES) {
+        req.removeAllListeners('data');
+        resolve();
+      }
+    });
+    req.once('end', () => resolve());
+    req.once('close', () => resolve());
   });
-  req.once('end', () => reject(error));
-  req.once('close', () => reject(error));
+}
+
+function discardThenReject(req: IncomingMessage, error: HttpError, reject: (e: unknown) => void): void {
+  void discardBody(req).then(() => reject(error));
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
@@ -183,7 +191,8 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
             opts.log.warn({ path, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable', status: refusal, detail: verdict.ok ? undefined : verdict.reason, durationMs: Math.round(performance.now() - started) }, 'sender refused');
             if (refusal === 401) res.setHeader('www-authenticate', 'Bearer');
             else res.setHeader('retry-after', '1');
-            req.resume();
+            // Answered once the upload is over, as for 413 (see above).
+            await discardBody(req);
             return reply(res, refusal, verdict.ok ? undefined : verdict.reason);
           }
         }

@@ -471,6 +471,12 @@ describe('sender authentication', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('required: a refused sender still uploading a large body gets its 401, not a dropped connection', async () => {
+    const { url } = await start(undefined, { senderAuth: { mode: 'required', verify: refused } });
+    const res = await fetch(`${url}/`, { method: 'POST', headers: ceHeaders(), body: 'x'.repeat(1_500_000) });
+    expect(res.status).toBe(401);
+  });
+
   it('required: keys that cannot be read get 503, so Knative delivers again', async () => {
     const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: async () => ({ ok: false, reason: 'keys unreadable', unavailable: true }) } });
     const res = await post(`${url}/`, event());
