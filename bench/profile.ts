@@ -35,7 +35,7 @@ interface MemoryProbe {
 }
 
 async function profiled(ctx: BenchContext, variant: Variant, ns: string, dir: string, body: (fn: FunctionProcess) => Promise<void>): Promise<ProfileSummary> {
-  const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns], nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'] });
+  const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, sender: ctx.identity, namespaces: [ns], nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'] });
   try {
     await body(fn);
   } finally {
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       await createGateways(ctx.cluster, ns, ['first', 'warm', ...gws], ctx.className, 'cfg');
 
       if (variant.env.NODE_COMPILE_CACHE !== undefined) {
-        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns] });
+        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, sender: ctx.identity, namespaces: [ns] });
         await reconcileVia(fn, { namespace: ns, name: 'warm' });
         await fn.stop();
       }
@@ -130,7 +130,7 @@ async function main(): Promise<void> {
         log('memory breakdown');
         await editConfiguration(ctx.cluster, ns, 'cfg');
         const probeModule = repoPath('dist', 'bench', 'probe', 'memory-probe.js');
-        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns], nodeArgs: ['--import', probeModule] });
+        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, sender: ctx.identity, namespaces: [ns], nodeArgs: ['--import', probeModule] });
         try {
           await sleep(2000);
           const idle = await probe(fn);

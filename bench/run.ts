@@ -22,11 +22,12 @@ const HELP = `Usage: npm run bench -- [options]
   --p1-variants a,b        shipped (the startup snapshot dist/function.blob, as the image
                            runs it), snapshot-with-code-cache, snapshot-default-heap (no
                            NODE_OPTIONS), shipped-own-template (TEMPLATE_PATH not the
-                           default), tsc, bundle, bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=
+                           default), shipped-sender-auth (SENDER_AUTH=required, posts with a
+                           token), tsc, bundle, bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=
                            --max-semi-space-size=1), any --variant-entry name, and any
                            script variant + "-cache" (NODE_COMPILE_CACHE, primed first)
                            (default shipped,snapshot-with-code-cache,snapshot-default-heap,
-                           shipped-own-template,bundle-min-semi1-cache,bundle-min-cache,
+                           shipped-own-template,shipped-sender-auth,bundle-min-semi1-cache,bundle-min-cache,
                            bundle-min,tsc-cache,tsc; quick shipped)
   --p1-imports N           import-cost repeats per dependency (default 5; quick 0)
   --p2-samples N           no-op / bare GET samples (default 200; quick 20)

@@ -50,7 +50,7 @@ export function defaultOptions(quick: boolean): BenchOptions {
         p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p5Variants: ['shipped'], p6Sizes: [10, 20, 40], p6Passes: 1, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {},
       }
     : {
-        quick, only: [...FIGURES], p1Spawns: 20, p1Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'shipped-own-template', 'bundle-min-semi1-cache', 'bundle-min-cache', 'bundle-min', 'tsc-cache', 'tsc'], p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
+        quick, only: [...FIGURES], p1Spawns: 20, p1Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'shipped-own-template', 'shipped-sender-auth', 'bundle-min-semi1-cache', 'bundle-min-cache', 'bundle-min', 'tsc-cache', 'tsc'], p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
         p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p5Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'bundle-min-semi1-cache', 'tsc'], p6Sizes: [100, 500, 1000], p6Passes: 3, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {},
       };
 }

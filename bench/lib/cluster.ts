@@ -62,6 +62,9 @@ export async function deleteNamespace(c: BenchCluster, name: string): Promise<vo
 }
 
 /** The controller's identity: a ServiceAccount bound to the shipped ClusterRole, and a token kubeconfig file for the function process. */
+/** The audience of the tokens the bench identity presents as a sender (the shipped Triggers' audience). */
+export const SENDER_AUDIENCE = 'serving.knative.dev/service/meridio-2-system/meridio-2-gateway-controller';
+
 export interface ControllerIdentity {
   namespace: string;
   username: string;
@@ -69,6 +72,10 @@ export interface ControllerIdentity {
   kubeconfig: string;
   /** The same identity in this process, for the bare GET of P2. */
   kc: KubeConfig;
+  /** namespace/name of the ServiceAccount, as SENDER_AUTH_ALLOWED names it. */
+  serviceAccount: string;
+  /** An Authorization header as the Broker's filter would send it: a token of this ServiceAccount for SENDER_AUDIENCE. */
+  senderAuthorization: string;
   dispose(): Promise<void>;
 }
 
@@ -100,6 +107,8 @@ export async function controllerIdentity(c: BenchCluster, namespace: string): Pr
   const tr = await core.createNamespacedServiceAccountToken({ namespace, name: CONTROLLER_SA, body: { spec: { audiences: [], expirationSeconds: 4 * 3600 } } });
   const token = tr.status?.token;
   if (!token) throw new Error(`no token issued for ${namespace}/${CONTROLLER_SA}`);
+  const sender = await core.createNamespacedServiceAccountToken({ namespace, name: CONTROLLER_SA, body: { spec: { audiences: [SENDER_AUDIENCE], expirationSeconds: 4 * 3600 } } });
+  if (!sender.status?.token) throw new Error(`no sender token issued for ${namespace}/${CONTROLLER_SA}`);
 
   const dir = mkdtempSync(join(tmpdir(), 'meridio2-bench-kc-'));
   const kubeconfig = join(dir, 'kubeconfig');
@@ -131,6 +140,8 @@ export async function controllerIdentity(c: BenchCluster, namespace: string): Pr
     username: `system:serviceaccount:${namespace}:${CONTROLLER_SA}`,
     kubeconfig,
     kc,
+    serviceAccount: `${namespace}/${CONTROLLER_SA}`,
+    senderAuthorization: `Bearer ${sender.status.token}`,
     dispose: async () => {
       rmSync(dir, { recursive: true, force: true });
       try {

@@ -24,6 +24,8 @@ export interface Variant {
   /** Extra environment (e.g. NODE_COMPILE_CACHE). */
   env: Record<string, string>;
   describe: string;
+  /** Runs with SENDER_AUTH on: StartOptions.sender is the allowed sender, and posts carry its token. */
+  senderAuth?: true;
 }
 
 /** `node <these>` starts the variant. */
@@ -55,6 +57,8 @@ export interface StartOptions {
   port?: number;
   /** Node options before the entry (e.g. --cpu-prof), for profiling. */
   nodeArgs?: string[];
+  /** The allowed sender of a senderAuth variant: namespace/name and its Authorization header. */
+  sender?: { serviceAccount: string; senderAuthorization: string };
 }
 
 export interface Memory {
@@ -109,6 +113,8 @@ export class FunctionProcess {
   readonly spawnedAt: number;
   /** performance.now() when /readyz first answered 200. */
   readyAt = Number.NaN;
+  /** Sent with every post (a senderAuth variant). */
+  authorization: string | undefined;
   logs: LogLine[] = [];
   private stderr = '';
   /** Complete stderr lines, for diagnostics written there (the memory probe). */
@@ -161,11 +167,14 @@ export class FunctionProcess {
       ...(sink ? { K_SINK: sink } : {}),
       ...variant.env,
     };
+    if (variant.senderAuth && !opts.sender) throw new Error(`variant ${variant.name} needs a sender`);
+    if (variant.senderAuth && opts.sender) env.SENDER_AUTH_ALLOWED = opts.sender.serviceAccount;
     const spawnedAt = performance.now();
     const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...variantArgs(variant)], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
     const fn = new FunctionProcess(proc, url, variant, spawnedAt);
+    if (variant.senderAuth) fn.authorization = opts.sender?.senderAuthorization;
     const deadline = spawnedAt + 60000;
     for (;;) {
       if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`function (${variant.name}) exited ${proc.exitCode ?? proc.signalCode}: ${fn.stderr}`);
@@ -192,6 +201,7 @@ export class FunctionProcess {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(message.headers)) headers[k] = String(v);
     headers['content-length'] = String(Buffer.byteLength(body));
+    if (this.authorization) headers.authorization = this.authorization;
     return new Promise((resolve, reject) => {
       const started = performance.now();
       const req = request(`${this.url}${path}`, { method: 'POST', headers, agent: this.agent }, (res) => {

@@ -5,6 +5,7 @@ import { isAbsolute, join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { snapshotConfig } from '../../tools/bundle/build.mjs';
 import { SHIPPED_VARIANT, TSC_VARIANT, type Variant } from './function-process.js';
+import { SENDER_AUDIENCE } from './cluster.js';
 import { repoPath } from './repo.js';
 
 // Build variants of the same function for the cold-start comparison (P1, P5):
@@ -14,6 +15,8 @@ import { repoPath } from './repo.js';
 // - snapshot-with-code-cache: the shipped bundle's snapshot built with V8's
 //   code cache (the shipped one is built without): a larger blob, the
 //   functions compiled while building kept compiled;
+// - shipped-sender-auth: the shipped snapshot with SENDER_AUTH=required, every
+//   event posted with a token of the bench identity for SENDER_AUDIENCE;
 // - shipped-own-template: the shipped snapshot with TEMPLATE_PATH naming a
 //   template whose text differs from the default (an operator's own), which
 //   is parsed at start instead of taken from the snapshot;
@@ -26,7 +29,7 @@ import { repoPath } from './repo.js';
 //   build step would prime it. A snapshot has no use for it.
 
 export const BASE_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'bundle', 'bundle-min', 'bundle-min-semi1'] as const;
-export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
+export const KNOWN_VARIANTS = ['shipped', 'snapshot-default-heap', 'snapshot-with-code-cache', 'shipped-own-template', 'shipped-sender-auth', 'tsc', 'tsc-cache', 'bundle', 'bundle-cache', 'bundle-min', 'bundle-min-cache', 'bundle-min-semi1', 'bundle-min-semi1-cache'] as const;
 
 /** V8's young generation capped at 1 MB semi-spaces (default 16 MB on 64-bit): smaller idle and peak RSS. */
 const SEMI1 = '--max-semi-space-size=1';
@@ -120,6 +123,8 @@ export function prepareVariants(names: readonly string[], custom: Record<string,
         return { ...SHIPPED_VARIANT, name, env: {}, describe: `node ${SHIPPED_VARIANT.args?.join(' ') ?? ''} (the shipped snapshot, no NODE_OPTIONS)` };
       case 'snapshot-with-code-cache':
         return { ...SHIPPED_VARIANT, name, entry: snapshotWithCodeCache(), args: ['--snapshot-blob', snapshotWithCodeCache()], describe: 'the shipped bundle, its snapshot built with V8 code cache, NODE_OPTIONS as shipped' };
+      case 'shipped-sender-auth':
+        return { ...SHIPPED_VARIANT, name, senderAuth: true, env: { ...SHIPPED_VARIANT.env, SENDER_AUTH: 'required', SENDER_AUTH_AUDIENCE: SENDER_AUDIENCE }, describe: 'the shipped snapshot with SENDER_AUTH=required: every event carries a ServiceAccount token for the function\'s audience (the first one reads the issuer\'s keys)' };
       case 'shipped-own-template':
         return { ...SHIPPED_VARIANT, name, env: { ...SHIPPED_VARIANT.env, TEMPLATE_PATH: ownTemplate() }, describe: 'the shipped snapshot, TEMPLATE_PATH naming a template other than the default (parsed at start)' };
       case 'tsc':

@@ -62,7 +62,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   let next = 0;
   const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number }> => {
     const name = `cold-${String(next++).padStart(4, '0')}`;
-    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
+    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns], sender: identity });
     try {
       const ev = reconcileEvent({ namespace: ns, name });
       const r = await fn.post(ev);

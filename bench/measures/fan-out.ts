@@ -36,7 +36,7 @@ export async function measureFanOut(ctx: BenchContext, opts: { sizes: number[]; 
   const { cluster: c, identity } = ctx;
   const ns = await createNamespace(c, 'bench-p4');
   let cfg = await createConfiguration(c, ns, 'shared');
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
   const source = c.info.server;
   const out: P4Size[] = [];
   let have = 0;

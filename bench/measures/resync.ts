@@ -42,7 +42,7 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
   const { cluster: c, identity } = ctx;
   const ns = await createNamespace(c, 'bench-p6');
   await createConfiguration(c, ns, 'cfg');
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
   const out: P6Size[] = [];
   let have = 0;
   try {

@@ -53,7 +53,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
   await createConfiguration(c, ns, 'cfg');
   await createGateways(c, ns, ['warm'], ctx.className, 'cfg');
   const key = { namespace: ns, name: 'warm' };
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
   const bare = pooledCustomObjectsApi(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS });
   const stock = identity.kc.makeApiClient(CustomObjectsApi);
   const outcomes: Record<string, number> = {};
