@@ -28,9 +28,12 @@ export interface IssuerKeySource {
 const document = (body: unknown): unknown => (typeof body === 'string' ? JSON.parse(body) : body);
 
 async function readIssuerKeys(config: Configuration): Promise<IssuerKeys> {
-  const discovery = DiscoverySchema.parse(document(await new WellKnownApi(config).getServiceAccountIssuerOpenIDConfiguration()));
-  const jwks = JwksSchema.parse(document(await new OpenidApi(config).getServiceAccountIssuerOpenIDKeyset()));
-  return { issuer: discovery.issuer, keys: keysOf(jwks) };
+  // Both at once: the key set's path is fixed by Kubernetes, not taken from the discovery document.
+  const [discovery, jwks] = await Promise.all([
+    new WellKnownApi(config).getServiceAccountIssuerOpenIDConfiguration(),
+    new OpenidApi(config).getServiceAccountIssuerOpenIDKeyset(),
+  ]);
+  return { issuer: DiscoverySchema.parse(document(discovery)).issuer, keys: keysOf(JwksSchema.parse(document(jwks))) };
 }
 
 export function issuerKeySource(config: Configuration, now: () => number = Date.now): IssuerKeySource {
