@@ -36,23 +36,23 @@ async function readIssuerKeys(config: Configuration): Promise<IssuerKeys> {
   return { issuer: DiscoverySchema.parse(document(discovery)).issuer, keys: keysOf(JwksSchema.parse(document(jwks))) };
 }
 
+/** A failed read is tried again after this: while the API server is away, tokens cannot turn into a stream of reads either. */
+export const RETRY_AFTER_FAILURE_MS = 1_000;
+
 export function issuerKeySource(config: Configuration, now: () => number = Date.now): IssuerKeySource {
-  let current: Promise<IssuerKeys> | undefined;
-  let readAt = 0;
+  let last: { keys: Promise<IssuerKeys>; at: number; failed: boolean } | undefined;
   const read = (): Promise<IssuerKeys> => {
-    readAt = now();
-    const p = readIssuerKeys(config);
-    current = p;
-    // A failed read is tried again by the next token that needs it.
-    p.catch(() => { if (current === p) current = undefined; });
-    return p;
+    const attempt = { keys: readIssuerKeys(config), at: now(), failed: false };
+    attempt.keys.catch(() => { attempt.failed = true; });
+    last = attempt;
+    return attempt.keys;
   };
   return {
     async keyFor(kid) {
-      let known = await (current ?? read());
-      if (!known.keys.has(kid) && now() - readAt >= REFRESH_INTERVAL_MS) known = await read();
+      const stale = last === undefined || (last.failed && now() - last.at >= RETRY_AFTER_FAILURE_MS);
+      let known = await (stale || last === undefined ? read() : last.keys);
+      if (!known.keys.has(kid) && now() - (last?.at ?? 0) >= REFRESH_INTERVAL_MS) known = await read();
       return { issuer: known.issuer, key: known.keys.get(kid) };
     },
   };
 }
-

@@ -5,7 +5,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { keysOf } from '../../functions/sender-auth/verify-token.js';
 import { senderVerifier, type SenderAuthOptions } from '../../functions/sender-auth/sender-auth.js';
-import { issuerKeySource, REFRESH_INTERVAL_MS, type IssuerKeySource } from '../../functions/sender-auth/issuer-keys.js';
+import { issuerKeySource, REFRESH_INTERVAL_MS, RETRY_AFTER_FAILURE_MS, type IssuerKeySource } from '../../functions/sender-auth/issuer-keys.js';
 import { answerForSender } from '../../functions/kube/retry-policy.js';
 
 const ISSUER = 'https://kubernetes.default.svc.cluster.local';
@@ -95,30 +95,46 @@ describe('sender verification', () => {
     expect(answerForSender('off', v)).toBeUndefined();
   });
 
-  test('the issuer keys are read again for an unknown kid at most once per interval', async () => {
-    let now = 0;
-    let reads = 0;
-    // A Configuration whose every request is answered from memory: the two
-    // documents, counted.
+  // A Configuration whose every request is answered from memory: the two
+  // documents, counted, or a 503 while `down`.
+  async function memoryConfig(state: { reads: number; down: boolean }) {
     const { createConfiguration, ServerConfiguration, ResponseContext, wrapHttpLibrary } = await import('@kubernetes/client-node');
-    const config = createConfiguration({
+    return createConfiguration({
       baseServer: new ServerConfiguration('https://api.invalid', {}),
       httpApi: wrapHttpLibrary({
         send: async (req) => {
-          reads++;
-          const body = req.getUrl().endsWith('/openid/v1/jwks') ? JSON.stringify(jwks) : JSON.stringify({ issuer: ISSUER });
-          return new ResponseContext(200, { 'content-type': 'application/json' }, { text: async () => body, binary: async () => Buffer.from(body), stream: () => null });
+          state.reads++;
+          const body = state.down ? '{"kind":"Status","code":503}' : req.getUrl().endsWith('/openid/v1/jwks') ? JSON.stringify(jwks) : JSON.stringify({ issuer: ISSUER });
+          return new ResponseContext(state.down ? 503 : 200, { 'content-type': 'application/json' }, { text: async () => body, binary: async () => Buffer.from(body), stream: () => null });
         },
       }),
     });
-    const src = issuerKeySource(config, () => now);
+  }
+
+  test('the issuer keys are read again for an unknown kid at most once per interval', async () => {
+    let now = 0;
+    const state = { reads: 0, down: false };
+    const src = issuerKeySource(await memoryConfig(state), () => now);
     expect((await src.keyFor('k1')).key).toBeDefined();
-    expect(reads).toBe(2);
+    expect(state.reads).toBe(2);
     expect((await src.keyFor('unknown')).key).toBeUndefined();
     expect((await src.keyFor('unknown')).key).toBeUndefined();
-    expect(reads).toBe(2);
+    expect(state.reads).toBe(2);
     now = REFRESH_INTERVAL_MS;
     await src.keyFor('unknown');
-    expect(reads).toBe(4);
+    expect(state.reads).toBe(4);
+  });
+
+  test('a failed read is tried again at most once per retry interval', async () => {
+    let now = 0;
+    const state = { reads: 0, down: true };
+    const src = issuerKeySource(await memoryConfig(state), () => now);
+    await expect(src.keyFor('k1')).rejects.toThrow();
+    const afterFirst = state.reads;
+    await expect(src.keyFor('k1')).rejects.toThrow();
+    expect(state.reads).toBe(afterFirst);
+    state.down = false;
+    now = RETRY_AFTER_FAILURE_MS;
+    expect((await src.keyFor('k1')).key).toBeDefined();
   });
 });
