@@ -50,10 +50,10 @@ function pureRules(extraPatterns) {
     'no-restricted-globals': ['error', ...['process', 'fetch', 'setTimeout', 'setInterval', 'setImmediate', 'require'].map((name) => ({ name, message: `${name} ${io}` }))],
     'no-restricted-properties': [
       'error',
-      { object: 'Date', property: 'now', message: 'the clock is an input (Observed.now)' },
+      { object: 'Date', property: 'now', message: 'the clock is an input (the planner is given now)' },
       { object: 'Math', property: 'random', message: 'the planner is deterministic' },
     ],
-    'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'the clock is an input (Observed.now)' }],
+    'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'the clock is an input (the planner is given now)' }],
   };
 }
 

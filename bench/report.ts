@@ -1,5 +1,8 @@
 import { writesTo, type RequestCounts } from './lib/context.js';
+import { recordedMeridio2Noops, type RecordedNoop } from './lib/meridio2-recorded.js';
 import type { Summary } from './lib/stats.js';
+import type { P1Variant } from './measures/cold-start.js';
+import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
 
 // Renders the results document as bench/REPORT.md: the targets table first,
@@ -13,22 +16,61 @@ export interface TargetRow {
   note: string;
 }
 
-const ms = (x: number): string => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(1) : Math.round(x)} ms` : 'n/a');
-const mb = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(1)} MB` : 'n/a');
-const sumMs = (s: Summary): string => `${ms(s.median)} (p99 ${ms(s.p99)}, n=${s.n})`;
-const sumMb = (s: Summary): string => `${mb(s.median)} (max ${mb(s.max)}, n=${s.n})`;
+export const ms = (x: number): string => (Number.isFinite(x) ? `${x < 10 ? x.toFixed(1) : Math.round(x)} ms` : 'n/a');
+export const mb = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(1)} MB` : 'n/a');
+export const sumMs = (s: Summary): string => `${ms(s.median)} (p99 ${ms(s.p99)}, n=${s.n})`;
+export const sumMb = (s: Summary): string => `${mb(s.median)} (max ${mb(s.max)}, n=${s.n})`;
 const verbs = (c: RequestCounts): string => Object.entries(c.byVerb).map(([k, v]) => `${v}× ${k}`).join(', ') || 'none';
 const mark = (m: boolean | null): string => (m === null ? '–' : m ? '✅ met' : '❌ missed');
 
+
+/** Meridio-2's recorded no-op events, which must agree with each other to be quoted as one figure. */
+export function meridio2Noop(recorded: RecordedNoop[]): { writes: number; reads: number; total: number; verbs: string; watches: number; lease: number; where: string } {
+  const first = recorded[0];
+  if (!first) throw new Error('no recorded Meridio-2 no-op event');
+  const verbsOf = (r: RecordedNoop): string => Object.entries(r.counts).map(([k, v]) => `${v}× ${k}`).join(', ') || 'none';
+  for (const r of recorded) {
+    if (verbsOf(r) !== verbsOf(first)) throw new Error(`recorded Meridio-2 no-op events differ: ${first.case}/${first.step} ${verbsOf(first)} vs ${r.case}/${r.step} ${verbsOf(r)}`);
+  }
+  const reads = Object.entries(first.counts).filter(([k]) => /^(get|list) /.test(k)).reduce((n, [, v]) => n + v, 0);
+  return { writes: first.writes, reads, total: first.total, verbs: verbsOf(first), watches: first.watches, lease: first.leaseRequests, where: recorded.map((r) => `${r.case}/${r.step}`).join(', ') };
+}
 
 /** The shipped build's row first, the other builds after it as variants, in the order they ran. */
 export function shippedFirst<T extends { variant: string }>(rows: readonly T[]): T[] {
   return [...rows.filter((v) => v.variant === 'shipped'), ...rows.filter((v) => v.variant !== 'shipped')];
 }
 
+const P1_HOW = 'How: each build started as its variant says (the shipped one exactly as the image starts it: `node --snapshot-blob dist/function.blob` with the image\'s NODE_OPTIONS), spawned with the production environment (KUBECONFIG with a ServiceAccount token, PORT, K_SINK, TEMPLATE_PATH, WATCH_NAMESPACES, LOG_LEVEL=info) and a clean environment otherwise. *Ready*: spawn() until `GET /readyz` first answers 200, polled every 2 ms on fresh connections. *First reconcile*: spawn() until the first reconcile request, posted the moment /readyz answered (as the Knative activator forwards the request it held), is answered 2xx with outcome `applied`; each spawn reconciles a fresh Gateway, so the first reconcile reads 5 objects, creates the Deployment, writes the status and records an Event.';
+const P1_HOW_VARIANTS = ' Variants run interleaved, round by round. Compile caches (`NODE_COMPILE_CACHE`) are primed by one run that serves a reconcile and exits, as an image build step would. The shipped build is listed first; the others are variants.';
+
+export function p1Section(rows: readonly P1Variant[]): string[] {
+  const L = [`${P1_HOW}${rows.length > 1 ? P1_HOW_VARIANTS : ''}`, '', '| variant | entry | spawn → ready | spawn → first reconcile | ready → first answered | RSS after first | entry size | compile cache |', '|---|---|---|---|---|---|---|---|'];
+  for (const v of shippedFirst(rows)) {
+    L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
+  }
+  return L;
+}
+
+export function p5Section(concurrency: number, rows: readonly P5Variant[]): string[] {
+  const L = [`How: from \`/proc/<pid>/status\` of the function process. *Idle*: VmRSS 2 s after /readyz first answered 200, before any event. *Peak*: VmHWM (high-water mark of the resident set over the process's life) after ${concurrency} reconcile requests posted at once on ${concurrency} connections, one per Gateway, each of which writes (the shared GatewayConfiguration was edited just before). *After*: VmRSS 2 s after the burst. A fresh process per repeat.`, '', '| variant | idle RSS | peak (VmHWM) | RSS after | burst posted → all answered | outcomes |', '|---|---|---|---|---|---|'];
+  for (const v of shippedFirst(rows)) L.push(`| ${v.variant} | ${sumMb(v.idleMb)} | ${sumMb(v.peakMb)} | ${sumMb(v.afterMb)} | ${sumMs(v.burstMs)} | ${Object.entries(v.outcomes).map(([k, n]) => `${k} ${n}`).join(', ')} |`);
+  return L;
+}
+
+/** Builds only `--explore` measures (bench/explore/builds.ts): their rows go to bench/EXPLORE.md. */
+export function exploratory(r: BenchResults, variant: string): boolean {
+  return variant !== 'shipped' && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
+}
+
+/** Whether the run measured anything for bench/EXPLORE.md. */
+export function explored(r: BenchResults): boolean {
+  return [...(r.p1?.variants ?? []), ...(r.p5?.variants ?? [])].some((v) => exploratory(r, v.variant)) || (r.p1?.imports ?? []).length > 0 || (r.p1?.snapshotFloors ?? []).length > 0;
+}
+
 export function targets(r: BenchResults): TargetRow[] {
   const rows: TargetRow[] = [];
-  const p1 = r.p1?.variants ?? [];
+  const p1 = (r.p1?.variants ?? []).filter((v) => !exploratory(r, v.variant));
   const shipped = p1.find((v) => v.variant === 'shipped');
   const best = [...p1].sort((a, b) => a.firstReconcile.median - b.firstReconcile.median)[0];
   const other = best && best.variant !== 'shipped' ? `; best build (${best.variant}): ` : '';
@@ -43,6 +85,11 @@ export function targets(r: BenchResults): TargetRow[] {
   const p3 = (name: string) => r.p3?.rows.find((x) => x.scenario === name);
   const noop = p3('no-op');
   if (noop) rows.push({ figure: 'P3 no-op', target: '0 writes', measured: `${noop.counts.writes} writes, ${noop.counts.reads} reads`, met: noop.counts.writes === 0, note: verbs(noop.counts) });
+  const recorded = recordedMeridio2Noops();
+  if (noop && recorded.length > 0) {
+    const m = meridio2Noop(recorded);
+    rows.push({ figure: 'P3 no-op, beside Meridio-2 (recorded)', target: 'fewer writes than Meridio-2', measured: `${noop.counts.writes} writes, ${noop.counts.reads} reads; Meridio-2: ${m.writes} write, ${m.reads} reads`, met: noop.counts.writes < m.writes, note: `Meridio-2 ${m.verbs} per no-op event (${m.where}), reading from the cache of ${m.watches} watches held open; see "Beside Meridio-2" under P3` });
+  }
   const mutatedNoop = p3('no-op under mutating admission');
   if (mutatedNoop) rows.push({ figure: 'P3 no-op, mutating admission', target: '0 writes', measured: `${mutatedNoop.counts.writes} writes, ${mutatedNoop.counts.reads} reads`, met: mutatedNoop.counts.writes === 0, note: `images rewritten and a Pod annotation added by MutatingAdmissionPolicies; ${verbs(mutatedNoop.counts)}` });
   const change = p3('configuration change');
@@ -60,8 +107,9 @@ export function targets(r: BenchResults): TargetRow[] {
   }
   const p4 = r.p4?.sizes.find((s) => s.n === 100) ?? r.p4?.sizes[r.p4.sizes.length - 1];
   if (p4) rows.push({ figure: `P4 ${p4.n} Gateways`, target: p4.n === 100 ? '≤ 5 s' : '≤ 5 s (at n = 100)', measured: ms(p4.convergedMs.median), met: p4.n === 100 ? p4.convergedMs.median <= 5000 : null, note: `${p4.counts.total} requests (${p4.requestsPerGateway.toFixed(2)} per Gateway)` });
-  const p5 = r.p5?.variants.find((v) => v.variant === 'shipped') ?? r.p5?.variants[0];
-  const p5best = r.p5 ? [...r.p5.variants].sort((a, b) => a.peakMb.median - b.peakMb.median)[0] : undefined;
+  const p5rows = (r.p5?.variants ?? []).filter((v) => !exploratory(r, v.variant));
+  const p5 = p5rows.find((v) => v.variant === 'shipped') ?? p5rows[0];
+  const p5best = r.p5 ? [...p5rows].sort((a, b) => a.peakMb.median - b.peakMb.median)[0] : undefined;
   if (p5 && r.p5) {
     const alt = p5best && p5best.variant !== p5.variant ? `; ${p5best.variant}: ` : '';
     rows.push({ figure: 'P5 idle', target: '≤ 70 MB', measured: mb(p5.idleMb.median), met: p5.idleMb.median <= 70, note: `${p5.variant}${alt}${alt && p5best ? mb(p5best.idleMb.median) : ''}` });
@@ -93,7 +141,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
   L.push(`- Node.js ${m.node} (V8 ${m.v8})`);
   L.push(`- 1-minute load average: ${m.loadStart} at start, ${m.loadEnd ?? '?'} at end (other work shared the machine)`);
   L.push(`- Control plane: kube-apiserver ${r.controlPlane.versions.kubernetes}, etcd ${r.controlPlane.versions.etcd}, on loopback, started by the bench (${(r.controlPlane.startMs / 1000).toFixed(1)} s); kube-controller-manager ${r.controlPlane.controllerManager ? 'running' : 'not started (no ReplicaSets or Pods are created from the thousands of LB Deployments, so the API server serves the controller alone; `--controller-manager` turns it on)'}`);
-  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped startup snapshot, `node --snapshot-blob dist/function.blob`)' : ''}; P1 and P5 compare builds`);
+  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped startup snapshot, `node --snapshot-blob dist/function.blob`)' : ''}; P1 and P5 ${explored(r) ? 'compare other builds too, in bench/EXPLORE.md' : 'run the builds named by --p1-variants and --p5-variants (default shipped)'}`);
   L.push(`- Audit log at Metadata level for every request, \`--audit-log-mode=blocking\` (it costs every request a little, the controller's and the bare GET alike)`);
   L.push('');
   L.push('## Targets');
@@ -113,32 +161,11 @@ export function renderReport(r: BenchResults, extra = ''): string {
   if (r.p1) {
     L.push('## P1 cold start');
     L.push('');
-    L.push('How: each build started as its variant says (the shipped one exactly as the image starts it: `node --snapshot-blob dist/function.blob` with the image\'s NODE_OPTIONS), spawned with the production environment (KUBECONFIG with a ServiceAccount token, PORT, K_SINK, TEMPLATE_PATH, WATCH_NAMESPACES, LOG_LEVEL=info) and a clean environment otherwise. *Ready*: spawn() until `GET /readyz` first answers 200, polled every 2 ms on fresh connections. *First reconcile*: spawn() until the first reconcile request, posted the moment /readyz answered (as the Knative activator forwards the request it held), is answered 2xx with outcome `applied`; each spawn reconciles a fresh Gateway, so the first reconcile reads 5 objects, creates the Deployment, writes the status and records an Event. Variants run interleaved, round by round. Compile caches (`NODE_COMPILE_CACHE`) are primed by one run that serves a reconcile and exits, as an image build step would. The shipped build is listed first; the others are variants.');
-    L.push('');
-    L.push('| variant | entry | spawn → ready | spawn → first reconcile | ready → first answered | RSS after first | entry size | compile cache |');
-    L.push('|---|---|---|---|---|---|---|---|');
-    for (const v of shippedFirst(r.p1.variants)) {
-      L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
-    }
+    L.push(...p1Section(r.p1.variants.filter((v) => !exploratory(r, v.variant))));
     L.push('');
     const f = r.p1.floors;
     L.push(`Floors on this machine: \`node -e 0\` spawn → exit ${sumMs(f.nodeExitMs)}; a bare \`node:http\` server spawn → /readyz 200 ${sumMs(f.bareServerReadyMs)} at ${mb(f.bareServerRssMb.median)} RSS.`);
-    if (r.p1.imports.length > 0) {
-      L.push('');
-      L.push('Import cost of each dependency alone (fresh `node`, `await import()`, tsc-style resolution from node_modules):');
-      L.push('');
-      L.push('| module | import | RSS after |');
-      L.push('|---|---|---|');
-      for (const i of r.p1.imports) L.push(`| ${i.module} | ${sumMs(i.importMs)} | ${mb(i.rssMb.median)} |`);
-    }
-    if (r.p1.snapshotFloors && r.p1.snapshotFloors.length > 0) {
-      L.push('');
-      L.push('Startup-snapshot floor: a snapshot of each named dependency alone, built as the shipped one is (bench/measures/snapshot-floors.ts), whose main function exits at once; spawn → exit is Node\'s start plus deserializing that heap. The last row is the shipped bundle stopped before any of its own code runs.');
-      L.push('');
-      L.push('| snapshot of | blob | spawn → exit |');
-      L.push('|---|---|---|');
-      for (const f of r.p1.snapshotFloors) L.push(`| ${f.contents} | ${(f.blobBytes / 1e6).toFixed(1)} MB | ${sumMs(f.exitMs)} |`);
-    }
+    if (explored(r)) L.push('', 'Other builds of the function measured in this run, and what each dependency costs alone (`npm run bench -- --explore`): [bench/EXPLORE.md](EXPLORE.md).');
     L.push('');
   }
 
@@ -175,6 +202,22 @@ export function renderReport(r: BenchResults, extra = ''): string {
     L.push('');
     L.push('"(first)" is the reconcile that reaches a new verdict (status and a Warning Event are written once); "(repeat)" is the same verdict observed again, which writes nothing.');
     L.push('');
+    const recorded = recordedMeridio2Noops();
+    const noop = r.p3.rows.find((x) => x.scenario === 'no-op');
+    if (noop && recorded.length > 0) {
+      const m = meridio2Noop(recorded);
+      L.push('### Beside Meridio-2: requests per no-op event');
+      L.push('');
+      L.push(`How: the function's figure is the no-op row above (measured here). Meridio-2's is recorded from its own controller (Nordix/Meridio-2 f6229e7) on the same API server version, from the audit log of its ServiceAccount, in the step of the recorded cases in which an event changed nothing (test/oracle/meridio2/, ${m.where}); its leader-election Lease requests (${m.lease} in that window, about one every 2 s whether or not anything happens) are left out.`);
+      L.push('');
+      L.push('| controller | requests per no-op event | writes | reads | by verb | standing watches |');
+      L.push('|---|---|---|---|---|---|');
+      L.push(`| this function | ${noop.counts.total} | ${noop.counts.writes} | ${noop.counts.reads} | ${verbs(noop.counts)} | none of its own (the ApiServerSource adapter holds the watches that deliver events) |`);
+      L.push(`| Meridio-2 (recorded) | ${m.total} | ${m.writes} | ${m.reads} | ${m.verbs} | ${m.watches} resources, opened at startup (one cache for the whole manager: its Gateway, DistributionGroup and EndpointNetworkConfiguration controllers) |`);
+      L.push('');
+      L.push(`Meridio-2 answers a no-op event from its informer cache (no read) and then sends a Deployment update anyway, because it compares the server-defaulted live spec with its undefaulted render: a request that goes through authentication, admission (every mutating and validating webhook or policy on Deployments) and validation, and changes nothing. The function reads the five objects it needs and writes nothing. So it sends more requests per no-op event (${noop.counts.total} against ${m.total}), and no write (${noop.counts.writes} against ${m.writes}).`);
+      L.push('');
+    }
   }
 
   if (r.p4) {
@@ -191,11 +234,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
   if (r.p5) {
     L.push('## P5 memory');
     L.push('');
-    L.push(`How: from \`/proc/<pid>/status\` of the function process. *Idle*: VmRSS 2 s after /readyz first answered 200, before any event. *Peak*: VmHWM (high-water mark of the resident set over the process's life) after ${r.p5.concurrency} reconcile requests posted at once on ${r.p5.concurrency} connections, one per Gateway, each of which writes (the shared GatewayConfiguration was edited just before). *After*: VmRSS 2 s after the burst. A fresh process per repeat.`);
-    L.push('');
-    L.push('| variant | idle RSS | peak (VmHWM) | RSS after | burst posted → all answered | outcomes |');
-    L.push('|---|---|---|---|---|---|');
-    for (const v of shippedFirst(r.p5.variants)) L.push(`| ${v.variant} | ${sumMb(v.idleMb)} | ${sumMb(v.peakMb)} | ${sumMb(v.afterMb)} | ${sumMs(v.burstMs)} | ${Object.entries(v.outcomes).map(([k, n]) => `${k} ${n}`).join(', ')} |`);
+    L.push(...p5Section(r.p5.concurrency, r.p5.variants.filter((v) => !exploratory(r, v.variant))));
     L.push('');
   }
 

@@ -1,6 +1,8 @@
 // `npm run bench [-- options]`: starts its own control plane, sets up the
-// controller identity, runs P1–P6 against the real function process, and
-// writes bench/results/<date>.json and bench/REPORT.md. See --help.
+// controller identity, runs P1–P6 against the shipped function as a real
+// process, and writes bench/results/<date>.json and bench/REPORT.md; with
+// --explore also the other builds and the dependency costs, in
+// bench/EXPLORE.md. See --help.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -8,28 +10,38 @@ import { ControlPlane } from '../tools/controlplane/control-plane.js';
 import { connect } from './lib/cluster.js';
 import type { BenchContext } from './lib/context.js';
 import { describeMachine, endLoad } from './lib/machine.js';
-import { repoPath } from './lib/repo.js';
+import { repoPath } from '../tools/harness/repo-root.js';
 import { setUp, tearDown } from './lib/setup.js';
 import { parseVariantList } from './lib/variants.js';
-import { renderReport } from './report.js';
+import { EXPLORATORY_BUILDS } from './explore/builds.js';
+import { renderExplore } from './explore/report.js';
+import { explored, renderReport } from './report.js';
 import { FIGURES, defaultOptions, runFigures, type BenchOptions, type BenchResults, type Figure } from './suite.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
+The default run measures the shipped build (the startup snapshot dist/function.blob,
+started as the image starts it) in every figure, P1 to P6, and writes bench/REPORT.md.
+
   --quick                  small sizes, a smoke test (well under a minute)
   --only P1,P3             run only these figures (default: all)
+  --explore                also the exploration of issue 8 and 13's cold-start work, not in
+                           the default run: P1 and P5 compare other builds of the function
+                           (bench/explore/builds.ts) with the shipped one, and P1 measures
+                           what each dependency costs alone (import, startup-snapshot floor);
+                           written to bench/EXPLORE.md as well
   --p1-spawns N            cold starts per variant (default 20; quick 3)
-  --p1-variants a,b        shipped (the startup snapshot dist/function.blob, as the image
-                           runs it), snapshot-with-code-cache, snapshot-default-heap (no
-                           NODE_OPTIONS), shipped-own-template (TEMPLATE_PATH not the
-                           default), shipped-sender-auth (SENDER_AUTH=required, posts with a
-                           token), tsc, bundle, bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=
-                           --max-semi-space-size=1), any --variant-entry name, and any
-                           script variant + "-cache" (NODE_COMPILE_CACHE, primed first)
-                           (default shipped,snapshot-with-code-cache,snapshot-default-heap,
-                           shipped-own-template,shipped-sender-auth,bundle-min-semi1-cache,bundle-min-cache,
-                           bundle-min,tsc-cache,tsc; quick shipped)
-  --p1-imports N           import-cost repeats per dependency (default 5; quick 0)
+  --p1-variants a,b        shipped, any --variant-entry name, and with --explore:
+                           snapshot-with-code-cache, snapshot-default-heap (no NODE_OPTIONS),
+                           shipped-own-template (TEMPLATE_PATH not the default), tsc, bundle,
+                           bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=--max-semi-space-size=1);
+                           any script variant + "-cache" (NODE_COMPILE_CACHE, primed first)
+                           (default shipped; with --explore shipped,snapshot-with-code-cache,
+                           snapshot-default-heap,shipped-own-template,bundle-min-semi1-cache,
+                           bundle-min-cache,bundle-min,tsc-cache,tsc; quick --explore
+                           shipped,snapshot-default-heap,bundle-min)
+  --p1-imports N           repeats of P1's floors (at least 3) and, with --explore, of each
+                           dependency's cost (default 5; quick 0, quick --explore 1)
   --p2-samples N           no-op / bare GET samples (default 200; quick 20)
   --p2-change-samples N    configuration-change samples (default 50; quick 5)
   --p3-repeats N           repeats of every request-count scenario (default 3; quick 1)
@@ -37,8 +49,9 @@ const HELP = `Usage: npm run bench -- [options]
   --p4-repeats N           edits per size (default 3; quick 1)
   --p5-concurrency N       concurrent events for the peak (default 100; quick 20)
   --p5-repeats N           fresh processes per variant (default 3; quick 1)
-  --p5-variants a,b        (default shipped,snapshot-with-code-cache,snapshot-default-heap,
-                           bundle-min-semi1-cache,tsc; quick shipped)
+  --p5-variants a,b        as --p1-variants (default shipped; with --explore shipped,
+                           snapshot-with-code-cache,snapshot-default-heap,bundle-min-semi1-cache,
+                           tsc; quick --explore shipped,snapshot-default-heap)
   --p6-sizes a,b,c         Gateways per resync pass (default 100,500,1000; quick 10,20,40)
   --p6-passes N            passes per size (default 3; quick 1)
   --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
@@ -48,7 +61,14 @@ const HELP = `Usage: npm run bench -- [options]
   --main-variant name      the build P2, P3, P4 and P6 run (default shipped)
   --out FILE               results JSON (default bench/results/<date>.json; quick: <date>-quick.json)
   --report FILE            markdown report (default bench/REPORT.md; quick: none, printed)
-  --render FILE            only re-render the report from a results JSON (with bench/FINDINGS.md)
+  --explore-report FILE    with --explore: the exploration's report (default bench/EXPLORE.md;
+                           quick: none, printed)
+  --render FILE            only re-render the reports from a results JSON (with bench/FINDINGS.md;
+                           bench/EXPLORE.md too when the run explored)
+
+CPU profiles (exploration, not part of any bench run): after a build (npm run bench builds
+dist/), node dist/bench/explore/profile.js [--variant shipped] profiles startup and warm
+no-op reconciles by package; writes bench/results/explore/profile-<date>-<variant>.json.
 `;
 
 function ints(s: string): number[] {
@@ -63,12 +83,20 @@ function int(s: string): number {
   return n;
 }
 
-function parseOptions(argv: string[]): { options: BenchOptions; out: string | undefined; report: string | undefined; render: string | undefined } {
+interface Outputs {
+  out: string | undefined;
+  report: string | undefined;
+  exploreReport: string | undefined;
+  render: string | undefined;
+}
+
+function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
   const { values } = parseArgs({
     args: argv,
     options: {
       help: { type: 'boolean' },
       quick: { type: 'boolean' },
+      explore: { type: 'boolean' },
       only: { type: 'string' },
       'p1-spawns': { type: 'string' },
       'p1-variants': { type: 'string' },
@@ -89,6 +117,7 @@ function parseOptions(argv: string[]): { options: BenchOptions; out: string | un
       'main-variant': { type: 'string' },
       out: { type: 'string' },
       report: { type: 'string' },
+      'explore-report': { type: 'string' },
       render: { type: 'string' },
     },
     strict: true,
@@ -97,7 +126,7 @@ function parseOptions(argv: string[]): { options: BenchOptions; out: string | un
     process.stdout.write(HELP);
     process.exit(0);
   }
-  const o = defaultOptions(values.quick === true);
+  const o = defaultOptions(values.quick === true, values.explore === true);
   if (values.only !== undefined) {
     const only = values.only.split(',').map((s) => s.trim().toUpperCase());
     for (const f of only) if (!(FIGURES as readonly string[]).includes(f)) throw new Error(`unknown figure ${f}`);
@@ -129,7 +158,18 @@ function parseOptions(argv: string[]): { options: BenchOptions; out: string | un
     o.customEnv[name] = { ...(o.customEnv[name] ?? {}), [key]: value };
   }
   if (values['main-variant'] !== undefined) o.mainVariant = values['main-variant'];
-  return { options: o, out: values.out, report: values.report, render: values.render };
+  checkVariants(o);
+  return { options: o, out: values.out, report: values.report, exploreReport: values['explore-report'], render: values.render };
+}
+
+/** Fails before the control plane starts when a variant is neither shipped, nor given with --variant-entry, nor (with --explore) an exploratory build. */
+function checkVariants(o: BenchOptions): void {
+  const known = (name: string): boolean => name === 'shipped' || name in o.customVariants || (o.explore && (EXPLORATORY_BUILDS as readonly string[]).includes(name));
+  for (const name of new Set([...o.p1Variants, ...o.p5Variants, o.mainVariant])) {
+    if (known(name) || (name.endsWith('-cache') && known(name.slice(0, -'-cache'.length)))) continue;
+    const exploratory = (EXPLORATORY_BUILDS as readonly string[]).includes(name.replace(/-cache$/, ''));
+    throw new Error(exploratory ? `variant ${name} is an exploratory build: add --explore` : `unknown variant ${name} (see --help)`);
+  }
 }
 
 function findings(): string {
@@ -137,14 +177,29 @@ function findings(): string {
   return existsSync(path) ? readFileSync(path, 'utf8') : '';
 }
 
+/** Writes REPORT.md (and EXPLORE.md when the run explored) where asked, or by default for a full run; prints them otherwise. */
+function writeReports(results: BenchResults, paths: Pick<Outputs, 'report' | 'exploreReport'>, defaults: boolean): string[] {
+  const full = results.mode === 'full';
+  const docs = [{ md: renderReport(results, full ? findings() : ''), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
+  if (explored(results)) docs.push({ md: renderExplore(results), path: paths.exploreReport ?? (defaults ? repoPath('bench', 'EXPLORE.md') : undefined) });
+  const written: string[] = [];
+  for (const { md, path } of docs) {
+    if (path === undefined) {
+      process.stdout.write(md);
+      continue;
+    }
+    writeFileSync(path, md);
+    written.push(path);
+  }
+  return written;
+}
+
 async function main(): Promise<void> {
-  const { options, out, report, render } = parseOptions(process.argv.slice(2));
+  const { options, out, report, exploreReport, render } = parseOptions(process.argv.slice(2));
   if (render !== undefined) {
-    // Re-renders a report from a results file (e.g. after editing bench/FINDINGS.md).
+    // Re-renders the reports from a results file (e.g. after editing bench/FINDINGS.md).
     const results = JSON.parse(readFileSync(render, 'utf8')) as BenchResults;
-    const md = renderReport(results, results.mode === 'full' ? findings() : '');
-    if (report) writeFileSync(report, md);
-    else process.stdout.write(md);
+    writeReports(results, { report, exploreReport }, false);
     return;
   }
   const t0 = performance.now();
@@ -186,11 +241,8 @@ async function main(): Promise<void> {
   const outPath = out ?? repoPath('bench', 'results', `${date}${options.quick ? '-quick' : ''}.json`);
   mkdirSync(dirname(outPath), { recursive: true });
   writeFileSync(outPath, `${JSON.stringify(results, null, 2)}\n`);
-  const md = renderReport(results, options.quick ? '' : findings());
-  const reportPath = report ?? (options.quick ? undefined : repoPath('bench', 'REPORT.md'));
-  if (reportPath) writeFileSync(reportPath, md);
-  else process.stdout.write(md);
-  log(`results: ${outPath}${reportPath ? `, report: ${reportPath}` : ''}; total ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const written = writeReports(results, { report, exploreReport }, !options.quick);
+  log(`results: ${outPath}${written.length > 0 ? `, reports: ${written.join(', ')}` : ''}; total ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   if (Object.keys(results.errors).length > 0) process.exitCode = 1;
 }
 

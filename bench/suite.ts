@@ -2,7 +2,9 @@ import { tmpdir } from 'node:os';
 import type { ClusterInfo } from '../tools/controlplane/control-plane.js';
 import type { BenchContext } from './lib/context.js';
 import type { Machine } from './lib/machine.js';
-import { repoRoot } from './lib/repo.js';
+import { repoRoot } from '../tools/harness/repo-root.js';
+import { EXPLORE_P1_VARIANTS, EXPLORE_P5_VARIANTS, exploratoryBuilds } from './explore/builds.js';
+import { measureDependencyCosts } from './explore/dependency-costs.js';
 import { prepareVariants } from './lib/variants.js';
 import { measureColdStart, type P1Result } from './measures/cold-start.js';
 import { measureFanOut, type P4Result } from './measures/fan-out.js';
@@ -12,16 +14,21 @@ import { measureResync, type P6Result } from './measures/resync.js';
 import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
 
 // The whole benchmark over one cluster connection: which figures, at which
-// sizes, and the results document they make.
+// sizes, and the results document they make. The default run measures the
+// shipped build; `explore` adds the other builds to P1 and P5 and what each
+// dependency costs alone (bench/explore/).
 
 export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6'] as const;
 export type Figure = (typeof FIGURES)[number];
 
 export interface BenchOptions {
   quick: boolean;
+  /** --explore: the exploratory builds in P1 and P5, and P1's dependency costs. */
+  explore: boolean;
   only: Figure[];
   p1Spawns: number;
   p1Variants: string[];
+  /** Repeats of P1's floors and, with explore, of each dependency's cost. */
   p1ImportRepeats: number;
   p2Samples: number;
   p2ChangeSamples: number;
@@ -43,15 +50,19 @@ export interface BenchOptions {
   customEnv: Record<string, Record<string, string>>;
 }
 
-export function defaultOptions(quick: boolean): BenchOptions {
+/** Quick: small sizes, a smoke test. Explore: the exploratory builds too (quick explore: two of them). */
+export function defaultOptions(quick: boolean, explore = false): BenchOptions {
+  const p1Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap', 'bundle-min'] : EXPLORE_P1_VARIANTS) : ['shipped'];
+  const p5Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap'] : EXPLORE_P5_VARIANTS) : ['shipped'];
+  const shared = { quick, explore, only: [...FIGURES], p1Variants, p5Variants, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {} };
   return quick
     ? {
-        quick, only: [...FIGURES], p1Spawns: 3, p1Variants: ['shipped'], p1ImportRepeats: 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
-        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p5Variants: ['shipped'], p6Sizes: [10, 20, 40], p6Passes: 1, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {},
+        ...shared, p1Spawns: 3, p1ImportRepeats: explore ? 1 : 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
+        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p6Sizes: [10, 20, 40], p6Passes: 1,
       }
     : {
-        quick, only: [...FIGURES], p1Spawns: 20, p1Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'shipped-own-template', 'shipped-sender-auth', 'bundle-min-semi1-cache', 'bundle-min-cache', 'bundle-min', 'tsc-cache', 'tsc'], p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
-        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p5Variants: ['shipped', 'snapshot-with-code-cache', 'snapshot-default-heap', 'bundle-min-semi1-cache', 'tsc'], p6Sizes: [100, 500, 1000], p6Passes: 3, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {},
+        ...shared, p1Spawns: 20, p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
+        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p6Sizes: [100, 500, 1000], p6Passes: 3,
       };
 }
 
@@ -93,10 +104,15 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     }
   };
   const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : [])])];
-  const prepared = prepareVariants(names, o.customVariants, o.customEnv);
+  const prepared = prepareVariants(names, { custom: o.customVariants, customEnv: o.customEnv, ...(o.explore ? { builds: exploratoryBuilds() } : {}) });
   const main = prepared.byName(o.mainVariant);
   try {
-    const p1 = await timed('P1', () => measureColdStart(ctx, { spawns: o.p1Spawns, prepared: { ...prepared, variants: o.p1Variants.map((n) => prepared.byName(n)) }, importRepeats: o.p1ImportRepeats }));
+    const p1 = await timed('P1', () => measureColdStart(ctx, {
+      spawns: o.p1Spawns,
+      prepared: { ...prepared, variants: o.p1Variants.map((n) => prepared.byName(n)) },
+      floorRepeats: Math.max(3, o.p1ImportRepeats),
+      ...(o.explore && o.p1ImportRepeats > 0 ? { dependencies: () => measureDependencyCosts(o.p1ImportRepeats) } : {}),
+    }));
     if (p1) results.p1 = p1;
     const p2 = await timed('P2', () => measureWarmLatency(ctx, { samples: o.p2Samples, changeSamples: o.p2ChangeSamples, warmup: o.p2Warmup, variant: main }));
     if (p2) results.p2 = p2;

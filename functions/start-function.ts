@@ -20,6 +20,7 @@ export interface RunningFunction extends FunctionServer {
 export async function startFunction(config: Config, kc: KubeConfig, options: { preparedTemplate?: PreparedTemplate } = {}): Promise<RunningFunction> {
   const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
   const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
+  if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
   const api = kubeApi(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
   const deps = {
     api,

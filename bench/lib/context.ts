@@ -1,14 +1,16 @@
 import { reconcileEvent } from '../../events/outgoing.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
-import type { BenchCluster, ControllerIdentity } from './cluster.js';
-import type { FunctionProcess } from './function-process.js';
+import type { ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import type { BenchCluster } from './cluster.js';
+import type { FunctionProcess } from '../../tools/harness/function-process.js';
 
 // What every measurement gets: the cluster, the controller identity, a
 // GatewayClass of ours, and a logger for progress lines.
 
 export interface BenchContext {
   cluster: BenchCluster;
-  identity: ControllerIdentity;
+  /** The controller's ServiceAccount, bound to the shipped ClusterRole. */
+  identity: ServiceAccountIdentity;
   className: string;
   log(msg: string): void;
 }

@@ -1,6 +1,7 @@
-import { controllerIdentity, createNamespace, deleteNamespace, type BenchCluster } from './cluster.js';
+import { controllerIdentity } from '../../tools/harness/service-account-identity.js';
+import { createNamespace, deleteNamespace, type BenchCluster } from './cluster.js';
 import { warmUp, type BenchContext } from './context.js';
-import { FunctionProcess } from './function-process.js';
+import { FunctionProcess } from '../../tools/harness/function-process.js';
 import { createClass, createConfiguration, createGateways, deleteClass } from './objects.js';
 
 // The controller identity, a GatewayClass of ours and a warmed-up API server:
@@ -8,7 +9,7 @@ import { createClass, createConfiguration, createGateways, deleteClass } from '.
 
 export async function setUp(cluster: BenchCluster, log: (msg: string) => void): Promise<BenchContext> {
   const home = await createNamespace(cluster, 'bench-controller');
-  const identity = await controllerIdentity(cluster, home);
+  const identity = await controllerIdentity(cluster.admin, home, 4 * 3600);
   const className = `meridio-bench-${home.slice(-6)}`;
   await createClass(cluster, className);
   const ctx: BenchContext = { cluster, identity, className, log };

@@ -4,12 +4,13 @@ import { reconcileEvent } from '../../events/outgoing.js';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, type BenchContext } from '../lib/context.js';
-import { FunctionProcess, probeReady, readMemory, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, probeReady, readMemory, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, getGateway, appliedWith } from '../lib/objects.js';
-import { repoRoot } from '../lib/repo.js';
+import { repoRoot } from '../../tools/harness/repo-root.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import { compileCacheSize, type PreparedVariants } from '../lib/variants.js';
-import { measureSnapshotFloors, type SnapshotFloor } from './snapshot-floors.js';
+import type { DependencyCosts, ImportCost, SnapshotFloor } from '../explore/dependency-costs.js';
+import { cleanEnv, runNode } from '../lib/run-node.js';
 
 // P1: cold start of the function process, per build variant, spawns
 // interleaved across variants so that machine noise hits all alike.
@@ -35,24 +36,16 @@ export interface P1Variant {
   rssAfterFirstMb: Summary;
 }
 
-export interface ImportCost {
-  module: string;
-  /** import() duration inside a fresh process (ms). */
-  importMs: Summary;
-  /** VmRSS after the import (MB). */
-  rssMb: Summary;
-}
-
 export interface P1Result {
   variants: P1Variant[];
   /** Floors: `node -e 0` spawn → exit, and a bare node:http server spawn → /readyz 200. */
   floors: { nodeExitMs: Summary; bareServerReadyMs: Summary; bareServerRssMb: Summary };
-  imports: ImportCost[];
-  /** Startup-snapshot floors: deserializing each named dependency alone (with the import repeats). */
+  /** What each dependency costs alone (`--explore` only). */
+  imports?: ImportCost[];
   snapshotFloors?: SnapshotFloor[];
 }
 
-export async function measureColdStart(ctx: BenchContext, opts: { spawns: number; prepared: PreparedVariants; importRepeats: number }): Promise<P1Result> {
+export async function measureColdStart(ctx: BenchContext, opts: { spawns: number; prepared: PreparedVariants; floorRepeats: number; dependencies?: () => Promise<DependencyCosts> }): Promise<P1Result> {
   const { cluster: c, identity } = ctx;
   const { variants } = opts.prepared;
   const ns = await createNamespace(c, 'bench-p1');
@@ -62,7 +55,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   let next = 0;
   const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number }> => {
     const name = `cold-${String(next++).padStart(4, '0')}`;
-    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns], sender: identity });
+    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
     try {
       const ev = reconcileEvent({ namespace: ns, name });
       const r = await fn.post(ev);
@@ -114,43 +107,11 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
     };
   });
 
-  ctx.log('P1 floors and import costs');
-  const floors = await measureFloors(Math.max(3, opts.importRepeats));
-  const imports: ImportCost[] = [];
-  if (opts.importRepeats > 0) {
-    for (const m of ['@kubernetes/client-node', 'zod', 'cloudevents', 'pino']) imports.push(await importCost(m, opts.importRepeats));
-  }
-  const snapshotFloors = opts.importRepeats > 0 ? await measureSnapshotFloors(Math.max(5, opts.importRepeats * 2)) : undefined;
-  return { variants: rows, floors, imports, ...(snapshotFloors ? { snapshotFloors } : {}) };
-}
-
-function cleanEnv(): Record<string, string> {
-  return { PATH: process.env.PATH ?? '' };
-}
-
-function runNode(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, args, { cwd: repoRoot(), env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-    p.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`node ${args.join(' ')} exited ${code}: ${err}`))));
-  });
-}
-
-const RSS_SNIPPET = "Number(/VmRSS:\\s+(\\d+)/.exec(require('node:fs').readFileSync('/proc/self/status','utf8'))[1])/1024";
-
-async function importCost(module: string, repeats: number): Promise<ImportCost> {
-  const ms: number[] = [];
-  const rss: number[] = [];
-  const script = `const { createRequire } = await import('node:module'); const require = createRequire(import.meta.url); const t = performance.now(); await import(${JSON.stringify(module)}); const d = performance.now() - t; console.log(JSON.stringify({ d, rss: ${RSS_SNIPPET} }));`;
-  for (let i = 0; i < repeats; i++) {
-    const r = JSON.parse(await runNode(['--input-type=module', '-e', script])) as { d: number; rss: number };
-    ms.push(r.d);
-    rss.push(r.rss);
-  }
-  return { module, importMs: summarize(ms), rssMb: summarize(rss) };
+  ctx.log('P1 floors');
+  const floors = await measureFloors(opts.floorRepeats);
+  if (!opts.dependencies) return { variants: rows, floors };
+  ctx.log('P1 dependency costs (--explore)');
+  return { variants: rows, floors, ...(await opts.dependencies()) };
 }
 
 async function measureFloors(repeats: number): Promise<P1Result['floors']> {

@@ -2,7 +2,7 @@ import { apiServerEvent } from '../../events/outgoing.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, requestCounts, type BenchContext, type RequestCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { countApplied, createConfiguration, createGateways, editConfiguration, waitApplied, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
@@ -36,7 +36,7 @@ export async function measureFanOut(ctx: BenchContext, opts: { sizes: number[]; 
   const { cluster: c, identity } = ctx;
   const ns = await createNamespace(c, 'bench-p4');
   let cfg = await createConfiguration(c, ns, 'shared');
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
   const source = c.info.server;
   const out: P4Size[] = [];
   let have = 0;

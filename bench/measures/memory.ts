@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { pingEvent, reconcileEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, reconcileVia, sleep, type BenchContext } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration, waitApplied } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
@@ -38,7 +38,7 @@ export async function measureMemory(ctx: BenchContext, opts: { concurrency: numb
   await createGateways(c, ns, gws, ctx.className, 'cfg');
   // A helper process creates the Deployments, so that every measured
   // process starts from the same state.
-  const helper = await FunctionProcess.start({ kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
+  const helper = await FunctionProcess.start({ kubeconfig: identity.kubeconfig, namespaces: [ns] });
   try {
     await helper.post(pingEvent());
     await waitApplied(c, ns, gws, 1, 300000);
@@ -49,7 +49,7 @@ export async function measureMemory(ctx: BenchContext, opts: { concurrency: numb
   for (const variant of opts.variants) {
     const dir = variant.env.NODE_COMPILE_CACHE;
     if (dir === undefined || existsSync(dir)) continue;
-    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
+    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
     try {
       await reconcileVia(fn, { namespace: ns, name: gws[0] as string });
     } finally {
@@ -64,7 +64,7 @@ export async function measureMemory(ctx: BenchContext, opts: { concurrency: numb
       const a = acc.get(variant.name) ?? { idle: [], peak: [], after: [], burst: [], outcomes: {} };
       acc.set(variant.name, a);
       await editConfiguration(c, ns, 'cfg');
-      const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
+      const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
       try {
         await sleep(2000);
         a.idle.push(fn.memory().rssKb / 1024);

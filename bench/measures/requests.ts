@@ -1,6 +1,6 @@
 import { createNamespace } from '../lib/cluster.js';
 import { reconcileVia, requestCounts, settle, type BenchContext, type RequestCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createForeignDeployment, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
 import { mutateDeployments } from '../../tools/mutating-policies.js';
 
@@ -46,7 +46,7 @@ export async function measureRequests(ctx: BenchContext, opts: { repeats: number
   const policies = await mutateDeployments(c.admin, mutated);
   await createConfiguration(c, mutated, 'cfg');
   await createGateways(c, mutated, ['gw'], ctx.className, 'cfg');
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns, mutated] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns, mutated] });
   const samples = new Map<P3Scenario, { outcome: string; counts: RequestCounts }[]>();
   const windowed = async (scenario: P3Scenario, name: string, namespace = ns): Promise<void> => {
     const window = await c.audit.begin();

@@ -1,7 +1,7 @@
 import { pingEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, requestCounts, type BenchContext, type RequestCounts, type VerbCounts } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, waitApplied, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
@@ -42,7 +42,7 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
   const { cluster: c, identity } = ctx;
   const ns = await createNamespace(c, 'bench-p6');
   await createConfiguration(c, ns, 'cfg');
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
   const out: P6Size[] = [];
   let have = 0;
   try {
@@ -59,7 +59,11 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
       // Settle: passes until one writes nothing (status follows Deployment status).
       for (let i = 0; i < 5; i++) {
         const w = await c.audit.begin();
-        await fn.post(pingEvent());
+        const settle = pingEvent();
+        await fn.post(settle);
+        // Its reconciles' log lines come before its own on the same pipe: once
+        // that is read, none of them can land in the measured pass's count.
+        await fn.handled(settle.id);
         if (requestCounts(await w.end(), identity.username).writes === 0) break;
       }
       ctx.log(`P6 n=${n}: measuring ${opts.passes} passes`);

@@ -5,7 +5,7 @@ import { createNamespace } from '../lib/cluster.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../functions/kube/kube-api.js';
 import { pooledCustomObjectsApi } from '../lib/pooled-client.js';
 import { reconcileVia, settle, type BenchContext } from '../lib/context.js';
-import { FunctionProcess, type Variant } from '../lib/function-process.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
 import { median, summarize, type Summary } from '../lib/stats.js';
 
@@ -53,7 +53,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
   await createConfiguration(c, ns, 'cfg');
   await createGateways(c, ns, ['warm'], ctx.className, 'cfg');
   const key = { namespace: ns, name: 'warm' };
-  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, sender: identity, namespaces: [ns] });
+  const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
   const bare = pooledCustomObjectsApi(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS });
   const stock = identity.kc.makeApiClient(CustomObjectsApi);
   const outcomes: Record<string, number> = {};

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { loadYaml } from '@kubernetes/client-node';
+import { decodeAsGo } from './go-decode.js';
+import { readGoYaml } from './go-yaml.js';
 import { digestOf } from './plan/canonical-json.js';
 import { DeploymentSchema, type Deployment } from '../../api/schemas.js';
 
@@ -7,16 +8,27 @@ export interface Template {
   deployment: Deployment;
   /** Recorded on the Deployment so a template change shows as "not applied". */
   hash: string;
+  /** Fields that are no part of a Deployment, dropped as Meridio-2 drops them (logged at start). */
+  ignoredFields?: string[];
 }
 
-export function parseTemplate(yaml: string, source = 'template'): Template {
-  const raw: unknown = loadYaml(yaml);
-  const r = DeploymentSchema.safeParse(raw);
+// The template is read exactly as Meridio-2 reads it (go-yaml.ts,
+// go-decode.ts), so that a template it runs is accepted here and renders the
+// same; the hash covers the decoded object, not the text.
+export function parseTemplate(text: string, source = 'template'): Template {
+  let decoded;
+  try {
+    const read = readGoYaml(text);
+    decoded = decodeAsGo(read.value, 'V1Deployment', read.yaml);
+  } catch (err) {
+    throw new Error(`${source} cannot be read as a Deployment: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  const r = DeploymentSchema.safeParse(decoded.value);
   if (!r.success) {
     throw new Error(`${source} is not a Deployment: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   if (r.data.kind !== undefined && r.data.kind !== 'Deployment') throw new Error(`${source} has kind ${r.data.kind}, want Deployment`);
-  return { deployment: r.data, hash: digestOf(raw) };
+  return { deployment: r.data, hash: digestOf(decoded.value), ...(decoded.ignored.length > 0 && { ignoredFields: decoded.ignored }) };
 }
 
 // Parsing the LB template (YAML, schema check, digest) is one of the larger

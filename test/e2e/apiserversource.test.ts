@@ -2,7 +2,6 @@ import { WATCHED_RESOURCES } from '../../api/watched-resources.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { deniedByAuthorizer, readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { freezeDeployments } from '../support/policies.js';
-import { HTTP } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
 import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
 import { GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
@@ -11,8 +10,9 @@ import { adminConfig, clusterInfo, useNamespace } from '../support/cluster.js';
 import { ADAPTER_SA, adapterIdentity, shippedSourceRole } from '../support/adapter-identity.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
-import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type FunctionProcess } from '../support/processes.js';
-import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
+import { startFunctionProcess, type FunctionProcess, type StartOptions } from '../../tools/harness/function-process.js';
+import { startAdapter, type AdapterProcess } from '../support/adapter-process.js';
+import { controllerIdentity } from '../support/reconciler.js';
 import { stableAddress, type StableAddress } from '../support/stable-address.js';
 
 // The whole event path with real parts: kube-apiserver → the Knative
@@ -27,27 +27,20 @@ const ADAPTER_RESOURCES = Object.values(WATCHED_RESOURCES).map(({ group, version
   ...(kind === 'Deployment' ? { selector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` } : {}),
 }));
 
-async function post(url: string, event: ReturnType<typeof pingEvent>): Promise<number> {
-  const m = HTTP.binary(event);
-  const res = await fetch(url, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
-  return res.status;
-}
-
 describe('end to end with the real ApiServerSource adapter', () => {
   const ns = useNamespace('e2e');
   let fn: FunctionProcess | undefined;
   let front: StableAddress | undefined;
   let adapter: AdapterProcess | undefined;
-  let fnEnv: Record<string, string>;
+  let fnOptions: StartOptions;
   let cls: string;
 
   beforeEach(async () => {
     const controller = await controllerIdentity(ns());
     cls = `meridio-${ns()}`;
     await createClass(cls);
-    const token = (controller.kc.getCurrentUser()?.token ?? '') as string;
-    fnEnv = { KUBECONFIG: writeTokenKubeconfig(token), WATCH_NAMESPACES: ns(), CONTROLLER_NAME };
-    fn = await startFunctionProcess(fnEnv);
+    fnOptions = { kubeconfig: controller.kubeconfig, namespaces: [ns()] };
+    fn = await startFunctionProcess(fnOptions);
     front = await stableAddress(fn.port);
     adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: `${front.url}/`, namespaces: [ns()], resources: ADAPTER_RESOURCES });
     // The adapter sends nothing for what exists when it starts, and its
@@ -122,7 +115,7 @@ describe('end to end with the real ApiServerSource adapter', () => {
     }
     // The source's retries are long spent; the periodic resync heals it.
     await waitFor('recovery after the policy is removed', async () => {
-      expect(await post(`${fn!.url}/`, pingEvent())).toBeLessThan(300);
+      expect((await fn!.post(pingEvent())).status).toBeLessThan(300);
       return (await programmedAndApplied('gw', '2')()) ?? undefined;
     }, { timeoutMs: 30000, intervalMs: 500 });
   });
@@ -138,10 +131,10 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await adminConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({ ...L34ROUTES, namespace: ns(), body: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'L34Route', metadata: { name: 'r' }, spec: { parentRefs: [{ name: 'k1' }], destinationCIDRs: ['20.0.0.9/32'], protocols: ['TCP'], priority: 1 } } });
     // A new port behind the same address, as a new Pod behind the Service.
     const dead = fn!.port;
-    fn = await startFunctionProcess(fnEnv);
+    fn = await startFunctionProcess(fnOptions);
     expect(fn.port).not.toBe(dead);
     front!.retarget(fn.port);
-    expect(await post(`${fn.url}/`, pingEvent())).toBeLessThan(300);
+    expect((await fn.post(pingEvent())).status).toBeLessThan(300);
     for (const g of names) await waitFor(`${g} converged`, programmedAndApplied(g), { timeoutMs: 30000 });
     expect((await readGateway(ns(), 'k1')).status?.addresses).toEqual([{ type: 'IPAddress', value: '20.0.0.9' }]);
   });

@@ -12,8 +12,9 @@ import { APPLIED, condition, configurationSpec, createClass, createConfiguration
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { guessKindToResource, pluralOf } from '../support/install.js';
 import { freezeDeployments } from '../support/policies.js';
-import { startAdapter, startFunctionProcess, writeTokenKubeconfig, type AdapterProcess, type AdapterResource, type FunctionProcess, type LogLine } from '../support/processes.js';
-import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
+import { startFunctionProcess, type FunctionProcess, type LogLine, type StartOptions } from '../../tools/harness/function-process.js';
+import { startAdapter, type AdapterProcess, type AdapterResource } from '../support/adapter-process.js';
+import { controllerIdentity } from '../support/reconciler.js';
 
 // The whole event path with the real Knative Eventing data plane, every part
 // a real process: kube-apiserver → the ApiServerSource receive adapter →
@@ -36,7 +37,7 @@ interface Path {
   ns: string;
   cls: string;
   fn: FunctionProcess;
-  fnEnv: Record<string, string>;
+  fnOptions: StartOptions;
   wiring: EventWiring;
   adapter?: AdapterProcess;
   /** The function's address as the Triggers know it (a Service in front of its Pod). */
@@ -121,17 +122,16 @@ describe('the real Knative Eventing Broker in the event path', () => {
     // Pointed at the function once it listens; a restart gets a port of its own.
     const front = await stableAddress(0);
     const wiring = await installEventWiring(ns(), dir, front.url);
-    const fnEnv = {
-      KUBECONFIG: writeTokenKubeconfig((controller.kc.getCurrentUser()?.token ?? '') as string),
-      WATCH_NAMESPACES: ns(),
-      CONTROLLER_NAME,
+    const fnOptions: StartOptions = {
+      kubeconfig: controller.kubeconfig,
+      namespaces: [ns()],
       // What the SinkBinding injects, the Broker's address, with its
       // cluster host name resolved to a local listener (cluster-dns-proxy.ts).
-      K_SINK: await eventing().proxy.localAddress(wiring.brokerUrl),
+      sink: await eventing().proxy.localAddress(wiring.brokerUrl),
     };
-    const fn = await startFunctionProcess(fnEnv);
+    const fn = await startFunctionProcess(fnOptions);
     front.retarget(fn.port);
-    path = { ns: ns(), cls, fn, fnEnv, wiring, front };
+    path = { ns: ns(), cls, fn, fnOptions, wiring, front };
     if (opts.adapter !== false) {
       path.adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: wiring.brokerUrl, namespaces: [ns()], resources: await adapterResources(wiring), env: eventing().proxyEnv });
       // Nothing is sent for what exists when the adapter starts, and its
@@ -279,7 +279,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
   }, 240000);
 
   it('the function is down for 5 s while an event is sent: the Broker delivers it once the function is back', async () => {
-    const { fn, fnEnv, front } = await startPath(SHIPPED);
+    const { fn, fnOptions, front } = await startPath(SHIPPED);
     await createConfiguration(ns(), 'cfg');
     await fn.stop();
     const down = Date.now();
@@ -292,7 +292,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
     await waitFor('a failed delivery to the function', () => (filterRequests('meridio-2-apiserver-add').some((r) => r.ceId === sent.ceId && r.status >= 500) ? true : undefined), { timeoutMs: 30000 });
     // The scenario's outage length, not a synchronisation.
     await delay(Math.max(0, 5000 - (Date.now() - down)));
-    const back = await startFunctionProcess(fnEnv);
+    const back = await startFunctionProcess(fnOptions);
     expect(back.port).not.toBe(fn.port);
     front.retarget(back.port);
     p().fn = back;

@@ -12,7 +12,7 @@ import { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo, createNamespace, useClusterInfo } from '../support/cluster.js';
 import { configurationSpec, createConfiguration } from '../support/fixtures.js';
-import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { deleteClusterScoped } from '../support/cluster-scoped.js';
 import { CONTROLLER_NAME, controllerIdentity } from '../support/reconciler.js';
 
@@ -91,12 +91,7 @@ describe('Gateway API conformance (chosen Gateway-level tests)', () => {
       },
     });
     const namespaces = [...SUITE_NAMESPACES, ns];
-    fn = await startFunctionProcess({
-      KUBECONFIG: writeTokenKubeconfig((controller.kc.getCurrentUser()?.token ?? '') as string),
-      WATCH_NAMESPACES: namespaces.join(','),
-      CONTROLLER_NAME,
-      LOG_LEVEL: 'warn',
-    });
+    fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces, logLevel: 'warn' });
     const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined };
     source = await startLocalEventSource({ kc: adminConfig(), sink: `${fn.url}/`, namespaces, resyncIntervalMs: 10000, log: quiet });
   }, 300000);

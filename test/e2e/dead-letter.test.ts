@@ -1,11 +1,10 @@
-import { CloudEvent, HTTP } from 'cloudevents';
+import type { CloudEvent } from 'cloudevents';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { freezeDeployments } from '../support/policies.js';
 import { APPLIED, condition, editSpec, listEvents, readGateway } from '../support/fixtures.js';
-import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
-import { CONTROLLER_NAME } from '../support/reconciler.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { useWorld } from '../support/world.js';
 
 // A reconcile request whose deliveries all failed reaches the dead-letter
@@ -21,18 +20,11 @@ function deadLettered(ns: string, name: string): CloudEvent<unknown> {
   }, false);
 }
 
-async function post(fn: FunctionProcess, path: string, e: CloudEvent<unknown>): Promise<number> {
-  const m = HTTP.binary(e);
-  const res = await fetch(`${fn.url}${path}`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
-  await res.arrayBuffer();
-  return res.status;
-}
-
 describe('the dead-letter path', () => {
   const w = useWorld('dl');
   let fn: FunctionProcess | undefined;
   beforeEach(async () => {
-    fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig((w.r().kc.getCurrentUser()?.token ?? '') as string), WATCH_NAMESPACES: w.ns(), CONTROLLER_NAME });
+    fn = await startFunctionProcess({ kubeconfig: w.r().kubeconfig, namespaces: [w.ns()] });
   });
   afterEach(async () => {
     await fn?.stop();
@@ -45,7 +37,7 @@ describe('the dead-letter path', () => {
     const freeze = await freezeDeployments(ns, 'sllbr-gw', 'frozen');
     try {
       await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
-      expect(await post(fn!, '/dead-letter', deadLettered(ns, 'gw'))).toBe(204);
+      expect((await fn!.post(deadLettered(ns, 'gw'), '/dead-letter')).status).toBe(204);
       const gw = await readGateway(ns, 'gw');
       const applied = condition(gw, APPLIED);
       expect(applied).toMatchObject({ status: 'False', reason: 'RetriesExhausted' });
@@ -64,7 +56,7 @@ describe('the dead-letter path', () => {
     await reconcile(w.key(), w.r().deps);
     const before = condition(await readGateway(ns, 'gw'), APPLIED);
     // Knative may deliver it to the sink's root path: the extensions say what it is.
-    expect(await post(fn!, '/', deadLettered(ns, 'gw'))).toBe(204);
+    expect((await fn!.post(deadLettered(ns, 'gw'))).status).toBe(204);
     expect(condition(await readGateway(ns, 'gw'), APPLIED)).toEqual(before);
     expect((await listEvents(ns)).filter((e) => e.reason === 'RetriesExhausted')).toEqual([]);
   });

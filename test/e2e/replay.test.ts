@@ -1,12 +1,12 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { HTTP, type CloudEvent } from 'cloudevents';
+import type { CloudEvent } from 'cloudevents';
 import { apiServerEvent, pingEvent } from '../../events/outgoing.js';
 import { GATEWAYS, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { adminConfig, createNamespace, deleteNamespace } from '../support/cluster.js';
 import { configurationSpec, createClass, gatewayBody, LB_AVAILABLE, readGateway } from '../support/fixtures.js';
-import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
-import { controllerIdentity, CONTROLLER_NAME } from '../support/reconciler.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
+import { controllerIdentity } from '../support/reconciler.js';
 
 // Events are hints: duplicated, reordered or replayed late, they must lead to
 // the same end state as the live, ordered stream.
@@ -49,10 +49,7 @@ async function scenario(ns: string, cls: string, emit: (e: Recorded) => Promise<
 }
 
 async function post(fn: FunctionProcess, e: CloudEvent<unknown>): Promise<void> {
-  const m = HTTP.binary(e);
-  const res = await fetch(`${fn.url}/`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
-  await res.arrayBuffer();
-  expect(res.status).toBeLessThan(300);
+  expect((await fn.post(e)).status).toBeLessThan(300);
 }
 
 /** What the controller decided, without names, uids and times. */
@@ -99,7 +96,7 @@ describe('replaying the event stream duplicated and shuffled', () => {
     await createClass(cls);
     // One controller identity bound in both namespaces' names is enough: the ClusterRole is cluster-wide.
     const controller = await controllerIdentity(live);
-    fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig((controller.kc.getCurrentUser()?.token ?? '') as string), WATCH_NAMESPACES: `${live},${replay}`, CONTROLLER_NAME });
+    fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [live, replay] });
 
     // Live: each event delivered in order, right after its change.
     await scenario(live, cls, (e) => post(fn!, e));

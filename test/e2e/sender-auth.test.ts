@@ -3,7 +3,7 @@ import { countBy } from '../../tools/controlplane/audit-log.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { auditLog, useNamespace } from '../support/cluster.js';
 import { FUNCTION_AUDIENCE as AUDIENCE, forgeToken as forge, mintToken as mint } from '../support/sender-tokens.js';
-import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { controllerIdentity } from '../support/reconciler.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 
@@ -30,11 +30,9 @@ describe('sender authentication (SENDER_AUTH=required)', () => {
   it('refuses a missing, wrong-audience, unrelated or forged token with 401 and no API request, and serves an allowed sender', async () => {
     const controller = await controllerIdentity(ns());
     fn = await startFunctionProcess({
-      KUBECONFIG: writeTokenKubeconfig((controller.kc.getCurrentUser()?.token ?? '') as string),
-      WATCH_NAMESPACES: ns(),
-      SENDER_AUTH: 'required',
-      SENDER_AUTH_AUDIENCE: AUDIENCE,
-      SENDER_AUTH_ALLOWED: `${ns()}/${ALLOWED_SENDER},${ns()}/meridio-2-gateway-controller`,
+      kubeconfig: controller.kubeconfig,
+      namespaces: [ns()],
+      env: { SENDER_AUTH: 'required', SENDER_AUTH_AUDIENCE: AUDIENCE, SENDER_AUTH_ALLOWED: `${ns()}/${ALLOWED_SENDER},${ns()}/meridio-2-gateway-controller` },
     });
     const allowed = await mint(ns(), ALLOWED_SENDER, [AUDIENCE]);
     const apiAudience = await mint(ns(), ALLOWED_SENDER, []);

@@ -1,6 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { AppsV1Api, KubeConfig } from '@kubernetes/client-node';
-import { HTTP, type CloudEvent } from 'cloudevents';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS, kubeApi } from '../../functions/kube/kube-api.js';
 import { handleEvent } from '../../functions/handle-event.js';
@@ -13,7 +12,7 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { APPLIED, condition, editSpec, listEvents, readDeployment, readGateway } from '../support/fixtures.js';
 import { INJECTED_ANNOTATION, MIRROR, mutateDeployments, type Mutations } from '../../tools/mutating-policies.js';
-import { startFunctionProcess, writeTokenKubeconfig, type FunctionProcess } from '../support/processes.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { CONTROLLER_NAME, LB_SERVICE_ACCOUNT, TEMPLATE_FILE } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
 
@@ -91,23 +90,17 @@ describe('a burst for one Gateway in one process', () => {
     fn = undefined;
   });
 
-  async function post(e: CloudEvent<unknown>): Promise<number> {
-    const m = HTTP.binary(e);
-    const res = await fetch(`${fn?.url}/`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
-    await res.arrayBuffer();
-    return res.status;
-  }
-
   it('30 concurrent reconcile requests after a configuration edit: one successful Deployment write, few requests, every answer 2xx or 503', async () => {
     const ns = w.ns();
     const r = w.r();
     await w.setup();
     await reconcile(w.key(), r.deps);
-    fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig((r.kc.getCurrentUser()?.token ?? '') as string), WATCH_NAMESPACES: ns, CONTROLLER_NAME });
+    const started = await startFunctionProcess({ kubeconfig: r.kubeconfig, namespaces: [ns] });
+    fn = started;
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
 
     const window = await auditLog().begin();
-    const answers = await Promise.all(Array.from({ length: 30 }, () => post(reconcileEvent(w.key(), { type: 'test.burst', id: 'burst' }))));
+    const answers = await Promise.all(Array.from({ length: 30 }, async () => (await started.post(reconcileEvent(w.key(), { type: 'test.burst', id: 'burst' }))).status));
     const events = await window.end();
 
     for (const status of answers) expect([200, 202, 204, 503]).toContain(status);

@@ -5,14 +5,16 @@ import { join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { SHIPPED_ARGS, SHIPPED_ENV, startFunctionProcess, writeTokenKubeconfig } from '../support/processes.js';
+import { SHIPPED_VARIANT, startFunctionProcess, variantArgs } from '../../tools/harness/function-process.js';
+import { writeTokenKubeconfig } from '../../tools/harness/kubeconfig.js';
+import { adminConfig } from '../support/cluster.js';
 
 // The production entry point (the shipped startup snapshot) refuses a bad configuration at start, naming the
 // variable, instead of failing later inside a reconcile.
 
 function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [...SHIPPED_ARGS], { env: { PATH: process.env.PATH ?? '', ...SHIPPED_ENV, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [...variantArgs(SHIPPED_VARIANT)], { env: { PATH: process.env.PATH ?? '', ...SHIPPED_VARIANT.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
     p.on('exit', (code) => resolve({ code, stderr }));
@@ -47,9 +49,17 @@ describe('function startup', () => {
       writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace(/replicas: \d+/, 'replicas: 3'));
       return path;
     }],
+    // Meridio-2's own templates leave MERIDIO_GATEWAY_NAME's value empty (YAML null).
+    ['a template written as Meridio-2 writes its own (`value:` empty)', (): string => {
+      const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+      const text = readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
+      expect(text).toMatch(/- name: MERIDIO_GATEWAY_NAME\n\s+value:\n/);
+      writeFileSync(path, text);
+      return path;
+    }],
   ])('serves with the template at TEMPLATE_PATH: %s', async (_, path) => {
     const templatePath = path();
-    const fn = await startFunctionProcess({ TEMPLATE_PATH: templatePath, KUBECONFIG: writeTokenKubeconfig('unused') });
+    const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused'), env: { TEMPLATE_PATH: templatePath } });
     try {
       // Written before the first answer, but read from another pipe: wait for it.
       const listening = await waitFor('the listening log line', () => fn.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
@@ -59,8 +69,21 @@ describe('function startup', () => {
     }
   });
 
+  it('names the template fields it ignores (as Meridio-2 ignores them) in a warning at start', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+    writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace('      serviceAccountName:', '      serviceAcountName: typo\n      serviceAccountName:'));
+    const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused'), env: { TEMPLATE_PATH: path } });
+    try {
+      const warning = await waitFor('the ignored-fields warning', () => fn.logs.find((l) => Array.isArray(l.ignoredFields)), { timeoutMs: 5000, intervalMs: 10 });
+      expect(warning.ignoredFields).toEqual(['spec.template.spec.serviceAcountName']);
+      expect(warning.templatePath).toBe(path);
+    } finally {
+      await fn.stop();
+    }
+  });
+
   it('drains and exits 0 on SIGTERM, as Knative stops a Pod', async () => {
-    const fn = await startFunctionProcess({ KUBECONFIG: writeTokenKubeconfig('unused') });
+    const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused') });
     await fn.stop();
     expect(fn.proc.signalCode).toBeNull();
     expect(fn.proc.exitCode).toBe(0);

@@ -86,7 +86,7 @@ async function checkAll(manifests: Manifest[]): Promise<CheckOutcome[]> {
  * one exact text edit in one file, or an overlay (<tmp>/overlay, whose
  * kustomization.yaml is given) on top of an unedited copy.
  */
-async function buildCopy(opts: { edit?: { file: string; from: string; to: string }; overlay?: string }): Promise<Manifest[]> {
+async function buildCopy(opts: { edit?: { file: string; from: string; to: string }; overlay?: string; overlayFiles?: Record<string, string> }): Promise<Manifest[]> {
   const dir = mkdtempSync(join(tmpdir(), 'meridio2-infra-'));
   try {
     cpSync(INSTALL_DIR, join(dir, 'infra'), { recursive: true });
@@ -100,10 +100,16 @@ async function buildCopy(opts: { edit?: { file: string; from: string; to: string
     if (opts.overlay === undefined) return await buildInstall(join(dir, 'infra'));
     mkdirSync(join(dir, 'overlay'));
     writeFileSync(join(dir, 'overlay', 'kustomization.yaml'), opts.overlay);
+    for (const [name, text] of Object.entries(opts.overlayFiles ?? {})) writeFileSync(join(dir, 'overlay', name), text);
     return await buildInstall(join(dir, 'overlay'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** An overlay of infra/ with the given components, then `rest` (more kustomization lines). */
+function overlayOf(components: string[], rest: string[] = []): string {
+  return ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', '  - ../infra', 'components:', ...components.map((c) => `  - ../infra/${c}`), ...rest, ''].join('\n');
 }
 
 async function brokenBuild(file: string, from: string, to: string): Promise<Manifest[]> {
@@ -297,24 +303,70 @@ describe('the ApiServerSource and Knative Eventing', () => {
   });
 
   test('the install with the optional gateway-watch component passes the same dry runs', async () => {
-    const overlay = [
-      'apiVersion: kustomize.config.k8s.io/v1beta1',
-      'kind: Kustomization',
-      'resources:',
-      '  - ../infra',
-      'components:',
-      '  - ../infra/knative/gateway-watch',
+    const overlay = overlayOf(['knative/gateway-watch'], [
       'images:',
       '  - name: knative-apiserver-receive-adapter',
       '    newName: example.invalid/knative/apiserver-receive-adapter',
       '    newTag: v1.23.0',
-      '',
-    ].join('\n');
+    ]);
     const built = await buildCopy({ overlay });
     expect(built).toHaveLength(install.length + 1);
     const cs = built.find(({ object: o }) => o.kind === 'ContainerSource');
     expect(cs?.object.metadata.namespace).toBe(SYSTEM_NAMESPACE);
     expect(cs?.text).toContain('image: example.invalid/knative/apiserver-receive-adapter:v1.23.0');
+    expect(failures(await checkAll(built))).toEqual([]);
+  });
+  test('the install beside Meridio-2 (beside-meridio-2 component) leaves out the CRDs, sets the LB ServiceAccount and passes the same dry runs', async () => {
+    const overlay = overlayOf(['beside-meridio-2']);
+    const built = await buildCopy({ overlay });
+    const name = ({ object: o }: Manifest): string => `${o.kind} ${o.metadata.name}`;
+    const crds = install.filter(({ object: o }) => o.kind === 'CustomResourceDefinition').map(name);
+    expect(crds.sort()).toEqual(['CustomResourceDefinition gatewayconfigurations.meridio-2.nordix.org', 'CustomResourceDefinition l34routes.meridio-2.nordix.org']);
+    // Everything else, unchanged but for the Service's LB_SERVICE_ACCOUNT.
+    expect(built.map(name).sort()).toEqual(install.map(name).filter((n) => !crds.includes(n)).sort());
+    const service = built.find(({ object: o }) => o.kind === 'Service');
+    expect(service?.text).toMatch(/- name: LB_SERVICE_ACCOUNT\n\s+value: meridio-2-stateless-load-balancer\n/);
+    for (const m of built) {
+      if (m.object.kind !== 'Service') expect(m.text).toBe(install.find((i) => name(i) === name(m))?.text);
+    }
+    expect(failures(await checkAll(built))).toEqual([]);
+  });
+  test('the migration overlay of docs/install.md (Meridio-2\'s template, its namespace only) builds and passes the same dry runs', async () => {
+    const template = readFileSync('test/oracle/meridio2/cases/basic/template.yaml', 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
+    const overlay = overlayOf(['beside-meridio-2'], [
+      'configMapGenerator:',
+      '  - name: meridio-2-lb-template',
+      '    behavior: replace',
+      '    files:',
+      '      - lb-deployment.yaml',
+      '    options:',
+      '      immutable: true',
+      'patches:',
+      '  - target: {group: serving.knative.dev, kind: Service, name: meridio-2-gateway-controller}',
+      '    patch: |',
+      '      - op: test',
+      '        path: /spec/template/spec/containers/0/env/4/name',
+      '        value: WATCH_NAMESPACES',
+      '      - op: replace',
+      '        path: /spec/template/spec/containers/0/env/4/value',
+      '        value: meridio-2',
+      '  - target: {kind: ApiServerSource, name: meridio-2-gateway-watch}',
+      '    patch: |',
+      '      - op: replace',
+      '        path: /spec/namespaceSelector',
+      '        value: {matchLabels: {kubernetes.io/metadata.name: meridio-2}}',
+    ]);
+    const built = await buildCopy({ overlay, overlayFiles: { 'lb-deployment.yaml': template } });
+    expect(built.filter(({ object: o }) => o.kind === 'CustomResourceDefinition')).toEqual([]);
+    const configMap = built.find(({ object: o }) => o.kind === 'ConfigMap');
+    const service = built.find(({ object: o }) => o.kind === 'Service');
+    // The Service mounts the ConfigMap that holds Meridio-2's template (hash-suffixed name followed).
+    expect(configMap?.text).toContain('MERIDIO_GATEWAY_NAME');
+    expect(configMap?.text).not.toContain('set to the Gateway name by the controller');
+    expect(service?.text).toContain(`name: ${configMap?.object.metadata.name ?? '?'}`);
+    expect(service?.text).toMatch(/- name: WATCH_NAMESPACES\n\s+value: meridio-2\n/);
+    expect(service?.text).toMatch(/- name: LB_SERVICE_ACCOUNT\n\s+value: meridio-2-stateless-load-balancer\n/);
+    expect(built.find(({ object: o }) => o.kind === 'ApiServerSource')?.text).toContain('kubernetes.io/metadata.name: meridio-2');
     expect(failures(await checkAll(built))).toEqual([]);
   });
 });

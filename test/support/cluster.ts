@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { ApiException, AuthenticationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { AuditLog } from '../../tools/controlplane/audit-log.js';
+import { ApiException, AuthenticationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { AuditLog } from '../../tools/controlplane/audit-log.js';
 import { readClusterInfo, type ClusterInfo } from '../../tools/controlplane/control-plane.js';
+import { adminAuditLog, adminKubeConfig, tokenKubeConfig } from '../../tools/harness/kubeconfig.js';
+import { serviceAccountToken } from '../../tools/harness/service-account-identity.js';
 
 // Access to the shared test control plane (started by test/global-setup.ts).
 
@@ -28,32 +29,15 @@ export function clusterInfo(): ClusterInfo {
   return cached;
 }
 
-function configFor(user: { name: string; token?: string; certData?: string; keyData?: string }): KubeConfig {
-  const info = clusterInfo();
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'test', server: info.server, caData: readFileSync(info.caCert).toString('base64'), skipTLSVerify: false }],
-    users: [user],
-    contexts: [{ name: 'test', cluster: 'test', user: user.name }],
-    currentContext: 'test',
-  });
-  return kc;
-}
-
 export function adminConfig(): KubeConfig {
-  const info = clusterInfo();
-  return configFor({
-    name: 'admin',
-    certData: readFileSync(info.admin.cert).toString('base64'),
-    keyData: readFileSync(info.admin.key).toString('base64'),
-  });
+  return adminKubeConfig(clusterInfo());
 }
 
 export const ADMIN_USER = 'admin';
 
 /** A kubeconfig that authenticates with a bearer token (e.g. a ServiceAccount's). */
 export function tokenConfig(token: string): KubeConfig {
-  return configFor({ name: 'token', token });
+  return tokenKubeConfig(adminConfig(), token);
 }
 
 /**
@@ -61,20 +45,8 @@ export function tokenConfig(token: string): KubeConfig {
  * authenticates as it with a real token issued by the API server (TokenRequest).
  */
 export async function serviceAccountConfig(namespace: string, name: string): Promise<{ kc: KubeConfig; username: string }> {
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  try {
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  } catch (err) {
-    if (!(err instanceof ApiException && err.code === 409)) throw err;
-  }
-  const token = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const value = token.status?.token;
-  if (!value) throw new Error(`no token issued for ${namespace}/${name}`);
-  return { kc: tokenConfig(value), username: `system:serviceaccount:${namespace}:${name}` };
+  const token = await serviceAccountToken(adminConfig(), namespace, name);
+  return { kc: tokenConfig(token), username: `system:serviceaccount:${namespace}:${name}` };
 }
 
 /** The username the API server sees for a kubeconfig (SelfSubjectReview). */
@@ -118,14 +90,7 @@ export function useNamespace(prefix = 't'): () => string {
 /** The audit log of the shared control plane, with barriers sent as the admin. */
 export function auditLog(): AuditLog {
   if (audit) return audit;
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  audit = new AuditLog(clusterInfo().auditLog, async (marker) => {
-    try {
-      await core.readNamespacedConfigMap({ namespace: 'default', name: marker });
-    } catch (err) {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    }
-  });
+  audit = adminAuditLog(clusterInfo(), adminConfig());
   return audit;
 }
 

@@ -3,6 +3,7 @@
 // binding, the answers Knative acts on, the body limit and the drain.
 import type { AddressInfo } from 'node:net';
 import { CloudEvent, HTTP } from 'cloudevents';
+import { sendEvent } from '../../tools/dev/post-event.js';
 import type { Incoming } from '../../events/incoming.js';
 import { apiServerEvent, reconcileEvent } from '../../events/outgoing.js';
 import { PATHS, RECONCILE_TYPE } from '../../events/types.js';
@@ -58,12 +59,6 @@ afterEach(async () => {
   }
 });
 
-function post(url: string, message: { headers: Record<string, unknown>; body: unknown }): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: message.headers as Record<string, string>, body: message.body as string });
-}
-
-const binary = (e: CloudEvent<unknown>) => HTTP.binary(e);
-const structured = (e: CloudEvent<unknown>) => HTTP.structured(e);
 
 /** Binary-mode headers for a reconcile request, minus the ones named. */
 function ceHeaders(without: string[] = []): Record<string, string> {
@@ -112,7 +107,7 @@ describe('routing', () => {
   it('an unknown path is 404', async () => {
     const { url, calls } = await start();
     await expectError(await fetch(`${url}/nope`), 404, /no route for \/nope/);
-    await expectError(await post(`${url}/events`, binary(reconcileEvent(KEY))), 404);
+    await expectError(await sendEvent(`${url}/events`, reconcileEvent(KEY)), 404);
     expect(calls).toHaveLength(0);
   });
 
@@ -126,7 +121,7 @@ describe('routing', () => {
 
   it('a query string does not change the route', async () => {
     const { url, calls } = await start();
-    await expectEmpty(await post(`${url}/?x=1`, binary(reconcileEvent(KEY))), 204);
+    await expectEmpty(await sendEvent(`${url}/?x=1`, reconcileEvent(KEY)), 204);
     await expectEmpty(await fetch(`${url}${PATHS.live}?probe=1`), 200);
     expect(calls).toHaveLength(1);
   });
@@ -220,7 +215,7 @@ describe('malformed events', () => {
   it('a well-formed CloudEvent with bad data for its type is 400, naming the field', async () => {
     const { url, calls } = await start();
     const e = new CloudEvent({ id: 'x', source: '/test', type: RECONCILE_TYPE, datacontenttype: 'application/json', data: { namespace: 'Bad_NS', name: 'gw1' } });
-    await expectError(await post(`${url}/`, binary(e)), 400, /namespace/);
+    await expectError(await sendEvent(`${url}/`, e), 400, /namespace/);
     expect(calls).toHaveLength(0);
   });
 });
@@ -229,14 +224,14 @@ describe('well-formed events', () => {
   it('structured mode reaches the handler as the parsed Incoming', async () => {
     const { url, calls } = await start();
     const e = reconcileEvent(KEY, { type: 'cause.type', id: 'cause-1' });
-    await expectEmpty(await post(`${url}/`, structured(e)), 204);
+    await expectEmpty(await sendEvent(`${url}/`, e, { mode: 'structured' }), 204);
     expect(calls).toEqual([{ incoming: { kind: 'reconcile', key: KEY, cause: { type: 'cause.type', id: 'cause-1' } }, event: { type: RECONCILE_TYPE, id: e.id } }]);
   });
 
   it('binary mode reaches the handler as the parsed Incoming', async () => {
     const { url, calls } = await start();
     const e = apiServerEvent('update', GATEWAY, 'https://kube.test');
-    await expectEmpty(await post(`${url}/`, binary(e)), 204);
+    await expectEmpty(await sendEvent(`${url}/`, e), 204);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.event).toEqual({ type: 'dev.knative.apiserver.resource.update', id: e.id });
     expect(calls[0]!.incoming).toEqual({
@@ -258,13 +253,13 @@ describe('well-formed events', () => {
   it('a well-formed event that is not ours still reaches the handler (it answers 2xx)', async () => {
     const { url, calls } = await start(async (incoming) => ({ next: 'settle', ignored: true, outcome: incoming.kind }));
     const e = new CloudEvent({ id: 'x', source: '/test', type: 'com.example.other', datacontenttype: 'application/json', data: { a: 1 } });
-    await expectEmpty(await post(`${url}/`, binary(e)), 202);
+    await expectEmpty(await sendEvent(`${url}/`, e), 202);
     expect(calls[0]?.incoming).toEqual({ kind: 'ignored', reason: expect.stringContaining('com.example.other') });
   });
 
   it('POST /dead-letter with a reconcile request gives the handler a dead-letter record', async () => {
     const { url, calls } = await start();
-    await expectEmpty(await post(`${url}${PATHS.deadLetter}`, binary(reconcileEvent(KEY))), 204);
+    await expectEmpty(await sendEvent(`${url}${PATHS.deadLetter}`, reconcileEvent(KEY)), 204);
     expect(calls[0]?.incoming).toEqual({ kind: 'dead-letter', key: KEY, error: { code: undefined, destination: undefined, data: undefined } });
   });
 
@@ -285,7 +280,7 @@ describe('well-formed events', () => {
     [503, { next: 'redeliver' }],
   ] as const)('a handled event answers %i for %j, with an empty body', async (status, decision) => {
     const { url } = await start(async () => ({ ...decision, outcome: 'x', detail: 'details stay in the log' }));
-    const res = await post(`${url}/`, binary(reconcileEvent(KEY)));
+    const res = await sendEvent(`${url}/`, reconcileEvent(KEY));
     expect(res.headers.get('content-length')).toBe('0');
     expect(res.headers.get('content-type')).toBeNull();
     await expectEmpty(res, status);
@@ -304,10 +299,10 @@ describe('handler failures', () => {
       },
       { log },
     );
-    await expectError(await post(`${url}/`, binary(reconcileEvent(KEY))), 500, /kaboom/);
+    await expectError(await sendEvent(`${url}/`, reconcileEvent(KEY)), 500, /kaboom/);
     expect(errors).toEqual([expect.objectContaining({ outcome: 'internal-error', status: 500 })]);
     fail = false;
-    await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
+    await expectEmpty(await sendEvent(`${url}/`, reconcileEvent(KEY)), 204);
     expect(calls).toHaveLength(2);
   });
 
@@ -316,7 +311,7 @@ describe('handler failures', () => {
     const log: Logger = { ...silent, info: (obj) => lines.push(obj) };
     const { url } = await start(async () => ({ next: 'settle', outcome: 'reconciled', gateway: 'team-a/gw1' }), { log });
     const e = reconcileEvent(KEY);
-    await post(`${url}/`, binary(e));
+    await sendEvent(`${url}/`, e);
     expect(lines).toEqual([expect.objectContaining({ eventId: e.id, type: RECONCILE_TYPE, gateway: 'team-a/gw1', outcome: 'reconciled', status: 204, durationMs: expect.any(Number) })]);
   });
 });
@@ -327,22 +322,22 @@ describe('body limit', () => {
   it('a body under the limit is accepted', async () => {
     const { url, calls } = await start();
     const e = new CloudEvent({ id: 'ok', source: '/test', type: RECONCILE_TYPE, datacontenttype: 'application/json', data: { ...KEY, pad: 'x'.repeat(1900) } });
-    const message = binary(e);
+    const message = HTTP.binary(e);
     expect(Buffer.byteLength(message.body as string)).toBeLessThanOrEqual(2048);
-    await expectEmpty(await post(`${url}/`, message), 204);
+    await expectEmpty(await sendEvent(`${url}/`, message), 204);
     expect(calls).toHaveLength(1);
   });
 
   it('a body over the limit with a declared Content-Length is 413', async () => {
     const { url, calls } = await start();
-    await expectError(await post(`${url}/`, binary(big())), 413, /exceeds the limit of 2048 bytes/);
-    await expectError(await post(`${url}/`, structured(big())), 413);
+    await expectError(await sendEvent(`${url}/`, big()), 413, /exceeds the limit of 2048 bytes/);
+    await expectError(await sendEvent(`${url}/`, big(), { mode: 'structured' }), 413);
     expect(calls).toHaveLength(0);
   });
 
   it('a chunked body (no Content-Length) over the limit is 413', async () => {
     const { url, calls } = await start();
-    const message = binary(big());
+    const message = HTTP.binary(big());
     const bytes = new TextEncoder().encode(message.body as string);
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -358,7 +353,7 @@ describe('body limit', () => {
 
   it('a chunked body that never ends is cut off at the limit', async () => {
     const { url, calls, fn } = await start();
-    const message = binary(reconcileEvent(KEY));
+    const message = HTTP.binary(reconcileEvent(KEY));
     const chunk = new Uint8Array(1024).fill(0x20);
     // Sends a valid start, then whitespace forever (until cancelled).
     const body = new ReadableStream<Uint8Array>({
@@ -378,8 +373,8 @@ describe('body limit', () => {
 
   it('the server keeps serving after a 413', async () => {
     const { url, calls } = await start();
-    expect((await post(`${url}/`, binary(big()))).status).toBe(413);
-    await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
+    expect((await sendEvent(`${url}/`, big())).status).toBe(413);
+    await expectEmpty(await sendEvent(`${url}/`, reconcileEvent(KEY)), 204);
     expect(calls).toHaveLength(1);
   });
 });
@@ -396,7 +391,7 @@ describe('graceful drain', () => {
       return { next: 'settle', ignored: true, outcome: 'slow' };
     });
 
-    const first = post(`${url}/`, binary(reconcileEvent(KEY)));
+    const first = sendEvent(`${url}/`, reconcileEvent(KEY));
     await inHandler;
     expect(fn.inFlight()).toBe(1);
 
@@ -405,7 +400,7 @@ describe('graceful drain', () => {
       drained = true;
     });
 
-    const refused = await post(`${url}/`, binary(reconcileEvent({ namespace: NS, name: 'gw2' })));
+    const refused = await sendEvent(`${url}/`, reconcileEvent({ namespace: NS, name: 'gw2' }));
     expect(refused.headers.get('retry-after')).toBe('1');
     await expectError(refused, 503, /shutting down/);
     expect((await fetch(`${url}${PATHS.ready}`)).status).toBe(503);
@@ -424,7 +419,7 @@ describe('graceful drain', () => {
   it('with nothing in flight, drain closes at once', async () => {
     const { url, fn } = await start();
     // A kept-alive idle connection must not hold the drain.
-    await expectEmpty(await post(`${url}/`, binary(reconcileEvent(KEY))), 204);
+    await expectEmpty(await sendEvent(`${url}/`, reconcileEvent(KEY)), 204);
     // A timeout far beyond the test's own: only an immediate close lets this return.
     let closed = 0;
     fn.server.on('close', () => closed++);
@@ -440,7 +435,7 @@ describe('graceful drain', () => {
       entered();
       return new Promise<Handled>(() => {});
     });
-    const stuck = post(`${url}/`, binary(reconcileEvent(KEY))).catch((err: unknown) => err);
+    const stuck = sendEvent(`${url}/`, reconcileEvent(KEY)).catch((err: unknown) => err);
     await inHandler;
     await fn.drain(200);
     // It returned although the handler is still running: it gave up waiting.
@@ -454,19 +449,22 @@ describe('graceful drain', () => {
 
 describe('sender authentication', () => {
   const refused = async (authorization: string | undefined) => (authorization === 'Bearer good' ? { ok: true as const, sender: 'system:serviceaccount:ns:t', expiresAt: 0 } : { ok: false as const, reason: 'no bearer token' });
-  const event = () => binary(reconcileEvent(KEY));
+  // A reconcile request in binary mode, with or without an Authorization header.
+  const post = (url: string, authorization?: string): Promise<Response> => {
+    const m = HTTP.binary(reconcileEvent(KEY));
+    return fetch(url, { method: 'POST', headers: { ...(m.headers as Record<string, string>), ...(authorization ? { authorization } : {}) }, body: m.body as string });
+  };
 
   it('required: a refused sender gets 401 with the reason, before the body is read or handled', async () => {
     const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: refused } });
     for (const path of ['/', PATHS.deadLetter]) {
-      const res = await post(`${url}${path}`, event());
+      const res = await post(`${url}${path}`);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
       expect(await res.json()).toEqual({ error: 'no bearer token' });
     }
     expect(calls).toHaveLength(0);
-    const m = event();
-    const ok = await fetch(`${url}/`, { method: 'POST', headers: { ...(m.headers as Record<string, string>), authorization: 'Bearer good' }, body: m.body as string });
+    const ok = await post(`${url}/`, 'Bearer good');
     expect(ok.status).toBe(204);
     expect(calls).toHaveLength(1);
   });
@@ -479,7 +477,7 @@ describe('sender authentication', () => {
 
   it('required: keys that cannot be read get 503, so Knative delivers again', async () => {
     const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: async () => ({ ok: false, reason: 'keys unreadable', unavailable: true }) } });
-    const res = await post(`${url}/`, event());
+    const res = await post(`${url}/`);
     expect(res.status).toBe(503);
     expect(calls).toHaveLength(0);
   });
@@ -487,7 +485,7 @@ describe('sender authentication', () => {
   it('accept-and-log: a refused sender is logged and served', async () => {
     const warnings: string[] = [];
     const { url, calls } = await start(undefined, { senderAuth: { mode: 'accept-and-log', verify: refused }, log: { ...silent, warn: (_o, msg) => warnings.push(msg ?? '') } });
-    expect((await post(`${url}/`, event())).status).toBe(204);
+    expect((await post(`${url}/`)).status).toBe(204);
     expect(calls).toHaveLength(1);
     expect(warnings).toEqual(['sender not verified, served anyway']);
   });

@@ -8,6 +8,7 @@ import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../ap
 import { loadConfig } from '../../functions/config.js';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH } from '../../api/names.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
+import { oracleCases } from '../oracle/oracle-cases.js';
 import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
 
 // Static checks of the install, read straight from the files that
@@ -23,6 +24,7 @@ const INFRA = 'infra';
 const KustomizationSchema = z.looseObject({
   namespace: z.string().min(1),
   resources: z.array(z.string().min(1)),
+  components: z.array(z.string().min(1)),
   configMapGenerator: z.array(
     z.looseObject({
       name: z.string().min(1),
@@ -33,7 +35,15 @@ const KustomizationSchema = z.looseObject({
 const kustomization = KustomizationSchema.parse(loadYaml<unknown>(readFileSync(join(INFRA, 'kustomization.yaml'), 'utf8')));
 const NAMESPACE = kustomization.namespace;
 
-const manifests: ManifestObject[] = kustomization.resources.flatMap((file) =>
+const ComponentSchema = z.looseObject({ kind: z.literal('Component'), resources: z.array(z.string().min(1)).default([]) });
+/** The files a component directory adds, relative to infra/. */
+function componentFiles(dir: string): string[] {
+  return ComponentSchema.parse(loadYaml<unknown>(readFileSync(join(INFRA, dir, 'kustomization.yaml'), 'utf8'))).resources.map((f) => posix.join(dir, f));
+}
+// The default install: its resources and what its components add (the CRDs).
+const installFiles = [...kustomization.resources, ...kustomization.components.flatMap(componentFiles)];
+
+const manifests: ManifestObject[] = installFiles.flatMap((file) =>
   parseManifests(readFileSync(join(INFRA, file), 'utf8'), join(INFRA, file)).map((m) => m.object),
 );
 
@@ -222,22 +232,30 @@ function groupOf(apiVersion: string): string {
 }
 
 describe('infra/kustomization.yaml', () => {
-  test('lists every manifest under infra/ (except samples/, templates/ and the optional gateway-watch component)', () => {
+  test('lists every manifest under infra/, itself or through a component (except samples/, templates/ and the optional components)', () => {
     const files: string[] = [];
     const walk = (dir: string): void => {
       for (const name of readdirSync(join(INFRA, dir))) {
         const rel = dir ? posix.join(dir, name) : name;
         if (statSync(join(INFRA, rel)).isDirectory()) {
           // samples/: demo objects; templates/: the LB template (a generator
-          // input); knative/gateway-watch: an optional component.
-          if (rel !== 'samples' && rel !== 'templates' && rel !== 'knative/gateway-watch') walk(rel);
-        } else if (name.endsWith('.yaml') && rel !== 'kustomization.yaml' && rel !== 'knative/kustomizeconfig.yaml') {
+          // input); knative/gateway-watch and beside-meridio-2: optional components.
+          if (!['samples', 'templates', 'knative/gateway-watch', 'beside-meridio-2'].includes(rel)) walk(rel);
+        } else if (name.endsWith('.yaml') && name !== 'kustomization.yaml' && rel !== 'knative/kustomizeconfig.yaml') {
           files.push(rel);
         }
       }
     };
     walk('');
-    expect([...kustomization.resources].sort()).toEqual(files.sort());
+    expect([...installFiles].sort()).toEqual(files.sort());
+  });
+
+  test('installs the Meridio-2 CRDs through the crds component, so that an install beside Meridio-2 can leave them out', () => {
+    expect(kustomization.components).toEqual(['crds']);
+    expect(componentFiles('crds').map((f) => parseManifests(readFileSync(join(INFRA, f), 'utf8'), f).map((m) => `${m.object.kind} ${m.object.metadata.name}`)).flat().sort()).toEqual([
+      'CustomResourceDefinition gatewayconfigurations.meridio-2.nordix.org',
+      'CustomResourceDefinition l34routes.meridio-2.nordix.org',
+    ]);
   });
 
   test('generates the LB template ConfigMap from the template the controller is tested with', () => {
@@ -278,6 +296,31 @@ describe('RBAC', () => {
     const sa = ksvc.spec.template.spec.serviceAccountName;
     expect(ofKind('v1', 'ServiceAccount').map((s) => s.metadata.name)).toContain(sa);
     expect(rolesOf(sa).map((r) => r.metadata.name)).toEqual(['meridio-2-gateway-controller']);
+  });
+
+  // Beside Meridio-2's controller manager (docs/install.md, "Running beside
+  // Meridio-2's other controllers"), its DistributionGroup and
+  // EndpointNetworkConfiguration controllers own DistributionGroup status,
+  // EndpointNetworkConfigurations and LoadBalancerEndpointSlices; they read
+  // Pods, Gateways and the Gateway's Accepted condition. The function writes
+  // only its LB Deployments, Gateway and GatewayClass status, and Events.
+  test('the function can write nothing that Meridio-2\'s other controllers own', () => {
+    const writes = rolesOf(ksvc.spec.template.spec.serviceAccountName)
+      .flatMap((r) => grants(RoleSchema.parse(r).rules))
+      .filter((g) => !['get', 'list', 'watch'].includes(g.verb))
+      .map(key);
+    expect(writes.sort()).toEqual([
+      'apps/deployments:create',
+      'apps/deployments:patch',
+      'apps/deployments:update',
+      'events.k8s.io/events:create',
+      'events.k8s.io/events:update',
+      'gateway.networking.k8s.io/gatewayclasses/status:update',
+      'gateway.networking.k8s.io/gateways/status:update',
+    ]);
+    for (const owned of ['distributiongroups', 'distributiongroups/status', 'endpointnetworkconfigurations', 'loadbalancerendpointslices']) {
+      expect(writes.filter((w) => w.startsWith(`meridio-2.nordix.org/${owned}:`))).toEqual([]);
+    }
   });
 });
 
@@ -542,5 +585,41 @@ describe('docs/operations.md keeps up with the code', () => {
     for (const key of [APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_CONFIGURATION_GENERATION, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH]) {
       expect(doc).toContain(`\`${key}\``);
     }
+  });
+});
+
+describe('optional beside-meridio-2 component (next to Meridio-2\'s own controllers)', () => {
+  const PatchSchema = z.array(z.strictObject({ op: z.enum(['test', 'replace']), path: z.string(), value: z.string() }));
+  const component = z
+    .looseObject({
+      kind: z.literal('Component'),
+      resources: z.undefined().optional(),
+      patches: z.array(z.strictObject({ target: z.looseObject({ group: z.string(), kind: z.string(), name: z.string() }), patch: z.string() })),
+    })
+    .parse(loadYaml<unknown>(readFileSync(join(INFRA, 'beside-meridio-2', 'kustomization.yaml'), 'utf8')));
+
+  test('deletes exactly the CRDs of the crds component, and adds nothing', () => {
+    const [remove] = component.patches;
+    expect(remove?.patch).toMatch(/^\$patch: delete\n/);
+    const selects = new RegExp(`^${remove?.target.name ?? ''}$`);
+    const crds = manifests.filter((m) => m.kind === 'CustomResourceDefinition').map((m) => m.metadata.name);
+    expect(crds.length).toBe(2);
+    for (const name of crds) expect(selects.test(name)).toBe(true);
+    // The Gateway API CRDs (a prerequisite, not ours) would not match anyway.
+    expect(selects.test('gateways.gateway.networking.k8s.io')).toBe(false);
+  });
+
+  test('sets LB_SERVICE_ACCOUNT, guarded by a test op, to the ServiceAccount of Meridio-2\'s install (as recorded)', () => {
+    const [, setAccount] = component.patches;
+    expect(setAccount?.target).toEqual({ group: 'serving.knative.dev', kind: 'Service', name: KSVC_NAME });
+    const ops = PatchSchema.parse(loadYaml<unknown>(setAccount?.patch ?? ''));
+    const service = one('serving.knative.dev/v1', 'Service') as unknown as { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string }> }> } } } };
+    const test = ops.find((o) => o.op === 'test');
+    const replace = ops.find((o) => o.op === 'replace');
+    const index = Number(/\/env\/(\d+)\/name$/.exec(test?.path ?? '')?.[1]);
+    expect(service.spec.template.spec.containers[0]?.env[index]?.name).toBe(test?.value);
+    expect(test?.value).toBe('LB_SERVICE_ACCOUNT');
+    expect(replace?.path).toBe(test?.path.replace(/name$/, 'value'));
+    expect(replace?.value).toBe(oracleCases()[0]?.inputs.controller.lbServiceAccount);
   });
 });

@@ -253,6 +253,11 @@ export function simulateServer(written: Deployment, previous: Deployment | null,
   spec.progressDeadlineSeconds ??= 600;
   spec.replicas ??= 1;
   const template = spec.template as Json;
+  // Empty label and annotation maps are omitted (omitempty on a map).
+  for (const m of [meta, template.metadata]) {
+    if (!isRecord(m)) continue;
+    for (const k of ['labels', 'annotations']) if (isRecord(m[k]) && Object.keys(m[k]).length === 0) delete m[k];
+  }
   const podSpec = template.spec as Json;
   podSpec.dnsPolicy ??= 'ClusterFirst';
   podSpec.restartPolicy ??= 'Always';

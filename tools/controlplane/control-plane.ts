@@ -9,6 +9,7 @@ import { ensureAssets, type ControlPlaneAssets } from './build.mjs';
 import { freePort } from './free-port.js';
 import { createPki, writeKubeconfig } from './pki.js';
 import { waitFor } from './wait-for.js';
+import { repoRoot } from '../harness/repo-root.js';
 
 /**
  * What a client needs to reach a running control plane. Written to
@@ -47,16 +48,6 @@ export interface StartOptions {
 export const FAKE_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
 
 const here = dirname(fileURLToPath(import.meta.url));
-
-function repoRoot(): string {
-  let dir = here;
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('package.json not found above the harness');
-    dir = parent;
-  }
-  return dir;
-}
 
 // Every request is logged at Metadata level: tests and benchmarks count API
 // requests per reconcile from this log, so it must miss nothing.

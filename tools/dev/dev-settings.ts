@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, loadConfig, type Config } from '../../functions/config.js';
 
@@ -26,17 +25,6 @@ export interface DevSettings {
   resyncIntervalMs: number;
   /** The function's configuration, with PORT and K_SINK still to be settled by the caller. */
   function: Config;
-}
-
-/** The checkout this file belongs to (sources or dist/), where infra/ lives. */
-export function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('package.json not found above tools/dev');
-    dir = parent;
-  }
-  return dir;
 }
 
 export function loadDevSettings(env: NodeJS.ProcessEnv, root: string): DevSettings {

@@ -15,16 +15,11 @@ import { ConfigError } from '../../functions/config.js';
 import { defaultKubeConfig, startFunction } from '../../functions/start-function.js';
 import { ControlPlane } from '../controlplane/control-plane.js';
 import { freePort } from '../controlplane/free-port.js';
-import { clusterConfigured, loadDevSettings, repoRoot } from './dev-settings.js';
-import {
-  CONTROLLER_NAMESPACE,
-  CONTROLLER_SERVICE_ACCOUNT,
-  EVENT_SOURCE_SERVICE_ACCOUNT,
-  adminKubeConfig,
-  applySamples,
-  installControllerIdentity,
-  installEventSourceIdentity,
-} from './embedded-cluster.js';
+import { repoRoot } from '../harness/repo-root.js';
+import { clusterConfigured, loadDevSettings } from './dev-settings.js';
+import { adminKubeConfig } from '../harness/kubeconfig.js';
+import { CONTROLLER_SERVICE_ACCOUNT, EVENT_SOURCE_SERVICE_ACCOUNT } from '../harness/service-account-identity.js';
+import { CONTROLLER_NAMESPACE, applySamples, installControllerIdentity, installEventSourceIdentity } from './embedded-cluster.js';
 import { startLocalEventSource } from './local-event-source.js';
 import { startStatusPrinter } from './status-printer.js';
 
@@ -101,8 +96,8 @@ async function embeddedCluster(root: string): Promise<{ functionKc: KubeConfig; 
   takeOverSignals(before);
   notice(`embedded control plane state: ${cp.info.stateDir}`);
   const admin = adminKubeConfig(cp.info);
-  const functionKc = await installControllerIdentity(admin, cp.info, root);
-  const watchKc = await installEventSourceIdentity(admin, cp.info, root);
+  const functionKc = await installControllerIdentity(admin);
+  const watchKc = await installEventSourceIdentity(admin);
   notice(`the function runs as ServiceAccount ${CONTROLLER_NAMESPACE}/${CONTROLLER_SERVICE_ACCOUNT} (infra/rbac), the event source as ${CONTROLLER_NAMESPACE}/${EVENT_SOURCE_SERVICE_ACCOUNT} (infra/knative)`);
   const applied = await applySamples(admin, root);
   notice(`applied infra/samples: ${applied.join(', ')}`);

@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// The repository root, found from this file whether it runs compiled (dist/bench/lib)
-// or from source under jest: every path the bench uses is relative to it.
+// The repository root, found from this file whether it runs compiled (dist/tools/harness)
+// or from source under jest: every path the bench, the tests' processes and
+// npm start use is relative to it.
 
 let root: string | undefined;
 
@@ -16,7 +17,7 @@ export function repoRoot(): string {
       return dir;
     }
     const parent = dirname(dir);
-    if (parent === dir) throw new Error('cannot find the repository root above the bench');
+    if (parent === dir) throw new Error('cannot find the repository root above tools/harness');
     dir = parent;
   }
 }

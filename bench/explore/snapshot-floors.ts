@@ -4,10 +4,10 @@ import { build } from 'esbuild';
 import { deferModules } from '../../tools/bundle/defer-modules.mjs';
 import { snapshotConfig } from '../../tools/bundle/build.mjs';
 import { SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from '../../tools/bundle/shipped.mjs';
-import { repoPath, repoRoot } from '../lib/repo.js';
+import { repoPath, repoRoot } from '../../tools/harness/repo-root.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
-// P1, the floor of the startup snapshot: what deserializing each named
+// P1 under --explore, the floor of the startup snapshot: what deserializing each named
 // dependency costs, measured the way the shipped snapshot is built (the same
 // esbuild options and deferred modules, the same snapshot configuration and
 // NODE_OPTIONS). Each
@@ -24,7 +24,8 @@ export interface SnapshotFloor {
   exitMs: Summary;
 }
 
-const PACKAGES = ['@kubernetes/client-node', 'zod', 'cloudevents', 'pino'] as const;
+/** The function's runtime dependencies. */
+export const DEPENDENCIES = ['@kubernetes/client-node', 'zod', 'cloudevents', 'pino'] as const;
 const EXIT_AT_MAIN = "require('node:v8').startupSnapshot.setDeserializeMainFunction(() => process.exit(0));\n";
 
 function env(): Record<string, string> {
@@ -43,7 +44,7 @@ export async function measureSnapshotFloors(repeats: number): Promise<SnapshotFl
     return out;
   };
   scripts.push({ contents: '(empty)', script: await bundle('empty', EXIT_AT_MAIN) });
-  for (const [i, pkg] of PACKAGES.entries()) {
+  for (const [i, pkg] of DEPENDENCIES.entries()) {
     // Keeps the whole namespace, as an application that uses the package might.
     scripts.push({ contents: pkg, script: await bundle(`package-${i}`, `import * as m from '${pkg}';\n(globalThis as Record<string, unknown>).kept = m;\n${EXIT_AT_MAIN}`) });
   }

@@ -1,25 +1,26 @@
-// `node dist/bench/profile.js [--variant tsc] [--events N] [--burst N]`:
+// `node dist/bench/explore/profile.js [--variant shipped] [--events N] [--burst N]`:
 // where the time and the memory of the function go. Starts its own control
 // plane, then
 // 1. startup: one spawn under --cpu-prof, until the first reconcile answered;
 // 2. warm no-op: N no-op reconciles under --cpu-prof, minus an identical run
 //    without them (so that startup cancels out);
 // 3. memory: the memory probe preloaded, read after start and after a burst.
-// Prints markdown; writes bench/results/profile-<date>-<variant>.json.
+// Prints markdown; writes bench/results/explore/profile-<date>-<variant>.json.
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { reconcileEvent } from '../events/outgoing.js';
-import { ControlPlane } from '../tools/controlplane/control-plane.js';
+import { reconcileEvent } from '../../events/outgoing.js';
+import { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { diffSummaries, summarizeProfile, type ProfileSummary } from './cpu-profile.js';
-import { connect, createNamespace } from './lib/cluster.js';
-import { names, reconcileVia, settle, sleep, type BenchContext } from './lib/context.js';
-import { FunctionProcess, type Variant } from './lib/function-process.js';
-import { createConfiguration, createGateways, editConfiguration } from './lib/objects.js';
-import { repoPath, repoRoot } from './lib/repo.js';
-import { setUp, tearDown } from './lib/setup.js';
-import { prepareVariants } from './lib/variants.js';
+import { connect, createNamespace } from '../lib/cluster.js';
+import { names, reconcileVia, settle, sleep, type BenchContext } from '../lib/context.js';
+import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
+import { createConfiguration, createGateways, editConfiguration } from '../lib/objects.js';
+import { repoPath, repoRoot } from '../../tools/harness/repo-root.js';
+import { setUp, tearDown } from '../lib/setup.js';
+import { prepareVariants } from '../lib/variants.js';
+import { exploratoryBuilds } from './builds.js';
 
 interface MemoryProbe {
   rssMb: number;
@@ -35,7 +36,7 @@ interface MemoryProbe {
 }
 
 async function profiled(ctx: BenchContext, variant: Variant, ns: string, dir: string, body: (fn: FunctionProcess) => Promise<void>): Promise<ProfileSummary> {
-  const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, sender: ctx.identity, namespaces: [ns], nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'] });
+  const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns], nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'] });
   try {
     await body(fn);
   } finally {
@@ -78,7 +79,7 @@ async function main(): Promise<void> {
   const events = Number(values.events ?? '300');
   const burst = Number(values.burst ?? '100');
   const log = (m: string): void => { process.stderr.write(`[profile] ${m}\n`); };
-  const prepared = prepareVariants([variantName], custom);
+  const prepared = prepareVariants([variantName], { custom, builds: exploratoryBuilds() });
   const variant = prepared.variants[0] as Variant;
   const dir = mkdtempSync(join(tmpdir(), 'meridio2-bench-prof-'));
   const cp = await ControlPlane.start({ controllerManager: false, log: (m) => log(m) });
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
       await createGateways(ctx.cluster, ns, ['first', 'warm', ...gws], ctx.className, 'cfg');
 
       if (variant.env.NODE_COMPILE_CACHE !== undefined) {
-        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, sender: ctx.identity, namespaces: [ns] });
+        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns] });
         await reconcileVia(fn, { namespace: ns, name: 'warm' });
         await fn.stop();
       }
@@ -129,8 +130,8 @@ async function main(): Promise<void> {
       } else {
         log('memory breakdown');
         await editConfiguration(ctx.cluster, ns, 'cfg');
-        const probeModule = repoPath('dist', 'bench', 'probe', 'memory-probe.js');
-        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, sender: ctx.identity, namespaces: [ns], nodeArgs: ['--import', probeModule] });
+        const probeModule = repoPath('dist', 'bench', 'explore', 'probe', 'memory-probe.js');
+        const fn = await FunctionProcess.start({ variant, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns], nodeArgs: ['--import', probeModule] });
         try {
           await sleep(2000);
           const idle = await probe(fn);
@@ -154,7 +155,7 @@ async function main(): Promise<void> {
     prepared.dispose();
   }
   const date = new Date().toISOString().slice(0, 10);
-  writeFileSync(repoPath('bench', 'results', `profile-${date}-${variant.name}.json`), `${JSON.stringify(out, null, 2)}\n`);
+  writeFileSync(repoPath('bench', 'results', 'explore', `profile-${date}-${variant.name}.json`), `${JSON.stringify(out, null, 2)}\n`);
   process.stdout.write(`${md.join('\n')}\n`);
 }
 

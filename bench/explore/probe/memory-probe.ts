@@ -1,5 +1,5 @@
 // Preloaded into the function process (`node --import <this> <entry>`) by
-// `bench/profile.ts`: on SIGUSR2 it writes one JSON line to stderr with where
+// `bench/explore/profile.ts`: on SIGUSR2 it writes one JSON line to stderr with where
 // the resident set goes (V8 heap spaces, code, script sources, native).
 // Benchmark tooling only; never part of the shipped function.
 import { readFileSync } from 'node:fs';
