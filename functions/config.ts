@@ -21,6 +21,12 @@ const EnvSchema = z.object({
     .default('')
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
   K_SINK: z.url().optional(),
+  /**
+   * Where the SinkBinding mounts the function's OIDC token for the Broker
+   * when Eventing's authentication-oidc is on. Presented on fan-out when the
+   * file exists; without it (OIDC off) fan-out sends no token.
+   */
+  SINK_OIDC_TOKEN_FILE: z.string().min(1).default('/oidc/token'),
   LOG_LEVEL: LogLevel.default('info'),
   PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
@@ -38,6 +44,24 @@ const EnvSchema = z.object({
    * builder's host name in the startup snapshot.
    */
   POD_NAME: z.string().min(1).default(() => hostname()),
+  /**
+   * Who may send events (Knative Eventing OIDC, docs/install.md): off serves
+   * every request; accept-and-log verifies the sender's token and logs the
+   * verdict but serves anyway; required answers 401 to a refused sender.
+   */
+  SENDER_AUTH: z.enum(['off', 'accept-and-log', 'required']).default('off'),
+  /** The audience the Triggers name for the function (spec.subscriber.audience). */
+  SENDER_AUTH_AUDIENCE: z.string().min(1).optional(),
+  /** Comma-separated namespace/name of the ServiceAccounts allowed to send. */
+  SENDER_AUTH_ALLOWED: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'each entry must be namespace/name of a ServiceAccount'))),
+}).superRefine((c, ctx) => {
+  if (c.SENDER_AUTH === 'off') return;
+  if (c.SENDER_AUTH_AUDIENCE === undefined) ctx.addIssue({ code: 'custom', path: ['SENDER_AUTH_AUDIENCE'], message: `required when SENDER_AUTH is ${c.SENDER_AUTH}` });
+  if (c.SENDER_AUTH_ALLOWED.length === 0) ctx.addIssue({ code: 'custom', path: ['SENDER_AUTH_ALLOWED'], message: `required when SENDER_AUTH is ${c.SENDER_AUTH}: name the Triggers' OIDC ServiceAccounts` });
 });
 
 export type Config = z.infer<typeof EnvSchema>;

@@ -23,6 +23,8 @@ export interface HandlerDeps {
   scope: DispatchScope;
   /** K_SINK: where fan-out reconcile requests go. Without it, several Gateways are reconciled in-process. */
   sink: string | undefined;
+  /** The OIDC token to present to the sink, read fresh for each fan-out (it is rotated); undefined without OIDC. */
+  sinkToken?: () => Promise<string | undefined>;
   /** In-process reconciles at once when there is no sink. */
   localConcurrency?: number;
   /** The whole invocation's budget, below the Knative Service's timeoutSeconds. */
@@ -68,7 +70,8 @@ async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: s
   const [only] = keys;
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
-    const r = await fanOut(keys, cause, { sink: deps.sink });
+    const token = await deps.sinkToken?.();
+    const r = await fanOut(keys, cause, { sink: deps.sink, ...(token ? { token } : {}) });
     const next = afterFanOut(r.failed.length);
     if (next === 'redeliver') return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     return { next, outcome: 'fanned-out', gateways: keys.length };

@@ -3,7 +3,8 @@ import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { BadEvent, parseIncoming, type Incoming } from '../events/incoming.js';
 import { PATHS } from '../events/types.js';
 import type { Handled } from './handle-event.js';
-import { answerFor } from './kube/retry-policy.js';
+import { answerFor, answerForSender } from './kube/retry-policy.js';
+import type { SenderAuthMode, VerifySender } from './sender-auth/sender-auth.js';
 
 // The function's HTTP front door, following the Knative Functions contract
 // (one handler for CloudEvents on POST /, plus health endpoints) on plain
@@ -40,6 +41,8 @@ export interface ServerOptions {
   handle(incoming: Incoming, event: { type: string; id: string }): Promise<Handled>;
   /** Readiness beyond "not draining" (e.g. configuration loaded). */
   ready?(): boolean;
+  /** Sender authentication (SENDER_AUTH); absent means off. */
+  senderAuth?: { mode: SenderAuthMode; verify: VerifySender };
 }
 
 export interface FunctionServer {
@@ -66,19 +69,27 @@ const JSON_TYPES = /^(application\/(json|cloudevents\+json)|[a-z]+\/[a-z0-9.+-]*
 // past DISCARD_MAX_BYTES more (or forever) is answered at that point instead.
 const DISCARD_MAX_BYTES = 4 * 1024 * 1024;
 
-function discardThenReject(req: IncomingMessage, error: HttpError, reject: (e: unknown) => void): void {
+/** Reads and drops the rest of a body, without buffering, until it ends or DISCARD_MAX_BYTES more have come. */
+function discardBody(req: IncomingMessage): Promise<void> {
   req.removeAllListeners('data');
   req.removeAllListeners('end');
-  let discarded = 0;
-  req.on('data', (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > DISCARD_MAX_BYTES) {
-      req.removeAllListeners('data');
-      reject(error);
-    }
+  return new Promise((resolve) => {
+    if (req.readableEnded) return resolve();
+    let discarded = 0;
+    req.on('data', (chunk: Buffer) => {
+      discarded += chunk.length;
+      if (discarded > DISCARD_MAX_BYTES) {
+        req.removeAllListeners('data');
+        resolve();
+      }
+    });
+    req.once('end', () => resolve());
+    req.once('close', () => resolve());
   });
-  req.once('end', () => reject(error));
-  req.once('close', () => reject(error));
+}
+
+function discardThenReject(req: IncomingMessage, error: HttpError, reject: (e: unknown) => void): void {
+  void discardBody(req).then(() => reject(error));
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
@@ -170,13 +181,30 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
       inFlight++;
       const started = performance.now();
       let event: CloudEventV1<unknown> | undefined;
+      let sender: string | undefined;
       try {
+        // Before the body is read or parsed: a refused sender costs no parsing
+        // and no API request.
+        if (opts.senderAuth) {
+          const verdict = await opts.senderAuth.verify(req.headers.authorization);
+          const refusal = answerForSender(opts.senderAuth.mode, verdict);
+          if (verdict.ok) sender = verdict.sender;
+          else if (refusal === undefined) opts.log.warn({ path, detail: verdict.reason, senderAuth: opts.senderAuth.mode }, 'sender not verified, served anyway');
+          if (refusal !== undefined) {
+            opts.log.warn({ path, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable', status: refusal, detail: verdict.ok ? undefined : verdict.reason, durationMs: Math.round(performance.now() - started) }, 'sender refused');
+            if (refusal === 401) res.setHeader('www-authenticate', 'Bearer');
+            else res.setHeader('retry-after', '1');
+            // Answered once the upload is over, as for 413 (see above).
+            await discardBody(req);
+            return reply(res, refusal, verdict.ok ? undefined : verdict.reason);
+          }
+        }
         const body = await readBody(req, opts.bodyLimitBytes);
         event = toCloudEvent(req, body);
         const incoming = parseIncoming(event, path === PATHS.deadLetter);
         const handled = await opts.handle(incoming, { type: event.type, id: event.id });
         const answer = answerFor(handled.next, handled.ignored);
-        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
         reply(res, answer);
       } catch (err) {
         const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;

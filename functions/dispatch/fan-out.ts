@@ -16,6 +16,12 @@ export interface FanOutOptions {
   /** Base backoff; doubles per retry. */
   backoffMs?: number;
   timeoutMs?: number;
+  /**
+   * The sender's OIDC token for the sink's audience (Knative Eventing OIDC:
+   * the SinkBinding mounts it), presented as a bearer token. Absent: no
+   * Authorization header, as without OIDC.
+   */
+  token?: string;
 }
 
 export interface FanOutResult {
@@ -23,12 +29,12 @@ export interface FanOutResult {
   failed: { key: GatewayKey; error: string }[];
 }
 
-async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number): Promise<{ ok: boolean; retriable: boolean; error: string }> {
+async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number, token: string | undefined): Promise<{ ok: boolean; retriable: boolean; error: string }> {
   const message = HTTP.binary(reconcileEvent(key, cause, hint));
   try {
     const res = await fetch(sink, {
       method: 'POST',
-      headers: message.headers as Record<string, string>,
+      headers: { ...(message.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: message.body as string,
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -41,14 +47,14 @@ async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileDat
 }
 
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000 } = opts;
+  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token } = opts;
   const result: FanOutResult = { sent: 0, failed: [] };
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < targets.length) {
       const target = targets[next++] as Target;
       for (let attempt = 0; ; attempt++) {
-        const r = await postOnce(sink, target, cause, timeoutMs);
+        const r = await postOnce(sink, target, cause, timeoutMs, token);
         if (r.ok) {
           result.sent++;
           break;

@@ -99,3 +99,16 @@ export const afterDispatchFailure = (): Delivery => 'redeliver';
 export function sinkRefusalRetriable(status: number | undefined): boolean {
   return status === undefined || status === 404 || status === 408 || status === 409 || status === 429 || status >= 500;
 }
+
+/**
+ * The answer to a request whose sender was not verified (sender-auth), beside
+ * answerFor and like it called by server.ts only: undefined serves the
+ * request. With authentication required, a refused sender gets 401 (Knative
+ * does not deliver a 401 again: a sender without a good token will not grow
+ * one), and keys that could not be read get 503, since nothing was decided
+ * about the sender. Otherwise the request is served and the verdict logged.
+ */
+export function answerForSender(mode: 'off' | 'accept-and-log' | 'required', verdict: { ok: boolean; unavailable?: true }): 401 | 503 | undefined {
+  if (mode !== 'required' || verdict.ok) return undefined;
+  return verdict.unavailable ? 503 : 401;
+}

@@ -5,6 +5,7 @@ import { API_SOURCE_REF_TYPES, API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_T
 import { auditLog, useNamespace } from '../support/cluster.js';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { controllerIdentity } from '../support/reconciler.js';
+import { FUNCTION_AUDIENCE, forgeToken, mintToken } from '../support/sender-tokens.js';
 
 // Hostile input at the front door: every request is malformed in at least one
 // way the function must notice. Each must get a 4xx, none may write anything,
@@ -83,43 +84,82 @@ function rssKb(pid: number): number {
   return m ? Number(m[1]) : 0;
 }
 
+// Thousands of requests on a shared CI machine: a guard against a hang, not a
+// measure (bench P5 measures throughput).
+const FUZZ_TIMEOUT_MS = 360_000;
+
+interface FuzzRun {
+  env: Record<string, string>;
+  numRuns: number;
+  /** The Authorization header of the i-th request, if any. */
+  authorization?: (i: number) => string | undefined;
+}
+
+async function fuzz(ns: string, run: () => Promise<FuzzRun>, started: (fn: FunctionProcess) => void): Promise<void> {
+  const controller = await controllerIdentity(ns);
+  const { env, numRuns, authorization } = await run();
+  const fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [ns], env });
+  started(fn);
+  const pid = fn.proc.pid ?? 0;
+  const samples = fc.sample(hostile, { numRuns, seed: 20261202 });
+  const statuses = new Map<number, number>();
+  const offenders: string[] = [];
+
+  const window = await auditLog().begin();
+  let next = 0;
+  let peakKb = 0;
+  const worker = async (): Promise<void> => {
+    while (next < samples.length) {
+      const i = next++;
+      const req = samples[i] as Req;
+      const auth = authorization?.(i);
+      const res = await fetch(`${fn.url}/`, { method: 'POST', headers: { ...req.headers, ...(auth ? { authorization: auth } : {}) }, body: req.body });
+      await res.arrayBuffer();
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      if (res.status < 400 || res.status >= 500) offenders.push(`${res.status}: ${JSON.stringify(req.headers)} ${req.body.slice(0, 200)}`);
+      if (next % 500 === 0) peakKb = Math.max(peakKb, rssKb(pid));
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  const events = await window.end();
+
+  expect(offenders.slice(0, 5)).toEqual([]);
+  expect([...statuses.keys()].every((s) => s >= 400 && s < 500)).toBe(true);
+  expect(countBy(events, { user: controller.username, verb: WRITE_VERBS })).toEqual({});
+  // Still serving, with memory in bounds.
+  expect((await fetch(`${fn.url}/readyz`)).status).toBe(200);
+  expect(fn.proc.exitCode).toBeNull();
+  expect(Math.max(peakKb, rssKb(pid))).toBeLessThan(400 * 1024);
+}
+
 describe('fuzzing the function server', () => {
   const ns = useNamespace('fz');
   let fn: FunctionProcess | undefined;
   afterEach(async () => {
     await fn?.stop();
+    fn = undefined;
   });
 
   it('answers 10 000 malformed or hostile CloudEvents with 4xx only, writes nothing and stays up', async () => {
-    const controller = await controllerIdentity(ns());
-    fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [ns()] });
-    const pid = fn.proc.pid ?? 0;
-    const samples = fc.sample(hostile, { numRuns: 10_000, seed: 20261202 });
-    const statuses = new Map<number, number>();
-    const offenders: string[] = [];
+    await fuzz(ns(), async () => ({ env: {}, numRuns: 10_000 }), (f) => { fn = f; });
+  }, FUZZ_TIMEOUT_MS);
 
-    const window = await auditLog().begin();
-    let next = 0;
-    let peakKb = 0;
-    const worker = async (): Promise<void> => {
-      while (next < samples.length) {
-        const req = samples[next++] as Req;
-        const res = await fetch(`${fn!.url}/`, { method: 'POST', headers: req.headers, body: req.body });
-        await res.arrayBuffer();
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status < 400 || res.status >= 500) offenders.push(`${res.status}: ${JSON.stringify(req.headers)} ${req.body.slice(0, 200)}`);
-        if (next % 500 === 0) peakKb = Math.max(peakKb, rssKb(pid));
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, worker));
-    const events = await window.end();
-
-    expect(offenders.slice(0, 5)).toEqual([]);
-    expect([...statuses.keys()].every((s) => s >= 400 && s < 500)).toBe(true);
-    expect(countBy(events, { user: controller.username, verb: WRITE_VERBS })).toEqual({});
-    // Still serving, with memory in bounds.
-    expect((await fetch(`${fn.url}/readyz`)).status).toBe(200);
-    expect(fn.proc.exitCode).toBeNull();
-    expect(Math.max(peakKb, rssKb(pid))).toBeLessThan(400 * 1024);
-  }, 360_000); // 10 000 sequential requests: a guard against a hang, not a measure (bench P5 measures throughput)
+  it('with sender authentication required: hostile events from allowed, refused and forged senders get 4xx only and write nothing', async () => {
+    await fuzz(ns(), async () => {
+      const allowed = await mintToken(ns(), 'trigger-oidc', [FUNCTION_AUDIENCE]);
+      // Most requests come from an allowed sender, so the envelope and data
+      // checks behind authentication are fuzzed too.
+      const senders = [
+        `Bearer ${allowed}`, `Bearer ${allowed}`, `Bearer ${allowed}`, undefined,
+        `Bearer ${await mintToken(ns(), 'trigger-oidc', [])}`,
+        `Bearer ${await mintToken(ns(), 'intruder', [FUNCTION_AUDIENCE])}`,
+        `Bearer ${forgeToken(allowed)}`, 'Bearer x.y.z', `Basic ${Buffer.from('a:b').toString('base64')}`,
+      ];
+      return {
+        env: { SENDER_AUTH: 'required', SENDER_AUTH_AUDIENCE: FUNCTION_AUDIENCE, SENDER_AUTH_ALLOWED: `${ns()}/trigger-oidc` },
+        numRuns: 3_000,
+        authorization: (i) => senders[i % senders.length],
+      };
+    }, (f) => { fn = f; });
+  }, FUZZ_TIMEOUT_MS);
 });

@@ -136,6 +136,7 @@ describe('the kustomize build of infra/', () => {
       'sources.knative.dev/v1 ApiServerSource',
       'sources.knative.dev/v1 PingSource',
       'sources.knative.dev/v1 SinkBinding',
+      'eventing.knative.dev/v1alpha1 EventPolicy',
     ]));
     // Everything namespaced lands in the system namespace.
     for (const { object: o } of install) {

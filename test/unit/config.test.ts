@@ -26,6 +26,9 @@ describe('loadConfig', () => {
       API_REQUEST_TIMEOUT_MS: 10_000,
       INVOCATION_BUDGET_MS: 50_000,
       POD_NAME: hostname(),
+      SINK_OIDC_TOKEN_FILE: '/oidc/token',
+      SENDER_AUTH: 'off',
+      SENDER_AUTH_ALLOWED: [],
     });
     expect(loadConfig({}).K_SINK).toBeUndefined();
   });
@@ -43,6 +46,7 @@ describe('loadConfig', () => {
       API_REQUEST_TIMEOUT_MS: '2500',
       INVOCATION_BUDGET_MS: '30000',
       POD_NAME: 'fn-abc',
+      SINK_OIDC_TOKEN_FILE: '/var/run/oidc/token',
     });
     expect(config).toEqual({
       CONTROLLER_NAME: 'example.com/ctl',
@@ -56,7 +60,19 @@ describe('loadConfig', () => {
       API_REQUEST_TIMEOUT_MS: 2500,
       INVOCATION_BUDGET_MS: 30_000,
       POD_NAME: 'fn-abc',
+      SINK_OIDC_TOKEN_FILE: '/var/run/oidc/token',
+      SENDER_AUTH: 'off',
+      SENDER_AUTH_ALLOWED: [],
     });
+  });
+
+  it('turns sender authentication on only with an audience and allowed senders', () => {
+    const on = { SENDER_AUTH: 'required', SENDER_AUTH_AUDIENCE: 'serving.knative.dev/service/ns/fn', SENDER_AUTH_ALLOWED: ' ns/a-oidc , ns/fn ,' };
+    expect(loadConfig(on)).toMatchObject({ SENDER_AUTH: 'required', SENDER_AUTH_AUDIENCE: 'serving.knative.dev/service/ns/fn', SENDER_AUTH_ALLOWED: ['ns/a-oidc', 'ns/fn'] });
+    expect(loadConfig({ ...on, SENDER_AUTH: 'accept-and-log' }).SENDER_AUTH).toBe('accept-and-log');
+    expect(() => loadConfig({ SENDER_AUTH: 'required' })).toThrow(/SENDER_AUTH_AUDIENCE: required when SENDER_AUTH is required.*SENDER_AUTH_ALLOWED: required/);
+    expect(() => loadConfig({ ...on, SENDER_AUTH: 'yes' })).toThrow(/SENDER_AUTH/);
+    expect(() => loadConfig({ ...on, SENDER_AUTH_ALLOWED: 'system:serviceaccount:ns:a' })).toThrow(/SENDER_AUTH_ALLOWED.*namespace\/name/);
   });
 
   it('coerces PORT and BODY_LIMIT_BYTES to numbers', () => {

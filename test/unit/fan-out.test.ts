@@ -129,6 +129,15 @@ describe('fanOut: the events', () => {
     expect(new Set(sink.received.map((r) => r.headers['ce-id'])).size).toBe(4);
   });
 
+  it('presents the OIDC token as a bearer token when there is one, and no Authorization header otherwise', async () => {
+    const sink = await startSink(() => 204);
+    await fanOutKeys(keys(2), CAUSE, { sink: sink.url, ...FAST, token: 'eyJ.token.sig' });
+    await fanOutKeys(keys(1, 'team-b'), CAUSE, { sink: sink.url, ...FAST });
+    const byNamespace = (ns: string) => sink.received.filter((r) => r.key.startsWith(`${ns}/`)).map((r) => r.headers.authorization);
+    expect(byNamespace(NS)).toEqual(['Bearer eyJ.token.sig', 'Bearer eyJ.token.sig']);
+    expect(byNamespace('team-b')).toEqual([undefined]);
+  });
+
   it("carries a target's observe hint in the data, to the receiving function", async () => {
     const sink = await startSink(() => 204);
     const [key] = keys(1) as [GatewayKey];

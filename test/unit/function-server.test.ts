@@ -446,3 +446,47 @@ describe('graceful drain', () => {
     expect(String(await stuck)).toMatch(/fetch failed/);
   });
 });
+
+describe('sender authentication', () => {
+  const refused = async (authorization: string | undefined) => (authorization === 'Bearer good' ? { ok: true as const, sender: 'system:serviceaccount:ns:t', expiresAt: 0 } : { ok: false as const, reason: 'no bearer token' });
+  // A reconcile request in binary mode, with or without an Authorization header.
+  const post = (url: string, authorization?: string): Promise<Response> => {
+    const m = HTTP.binary(reconcileEvent(KEY));
+    return fetch(url, { method: 'POST', headers: { ...(m.headers as Record<string, string>), ...(authorization ? { authorization } : {}) }, body: m.body as string });
+  };
+
+  it('required: a refused sender gets 401 with the reason, before the body is read or handled', async () => {
+    const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: refused } });
+    for (const path of ['/', PATHS.deadLetter]) {
+      const res = await post(`${url}${path}`);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await res.json()).toEqual({ error: 'no bearer token' });
+    }
+    expect(calls).toHaveLength(0);
+    const ok = await post(`${url}/`, 'Bearer good');
+    expect(ok.status).toBe(204);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('required: a refused sender still uploading a large body gets its 401, not a dropped connection', async () => {
+    const { url } = await start(undefined, { senderAuth: { mode: 'required', verify: refused } });
+    const res = await fetch(`${url}/`, { method: 'POST', headers: ceHeaders(), body: 'x'.repeat(1_500_000) });
+    expect(res.status).toBe(401);
+  });
+
+  it('required: keys that cannot be read get 503, so Knative delivers again', async () => {
+    const { url, calls } = await start(undefined, { senderAuth: { mode: 'required', verify: async () => ({ ok: false, reason: 'keys unreadable', unavailable: true }) } });
+    const res = await post(`${url}/`);
+    expect(res.status).toBe(503);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('accept-and-log: a refused sender is logged and served', async () => {
+    const warnings: string[] = [];
+    const { url, calls } = await start(undefined, { senderAuth: { mode: 'accept-and-log', verify: refused }, log: { ...silent, warn: (_o, msg) => warnings.push(msg ?? '') } });
+    expect((await post(`${url}/`)).status).toBe(204);
+    expect(calls).toHaveLength(1);
+    expect(warnings).toEqual(['sender not verified, served anyway']);
+  });
+});

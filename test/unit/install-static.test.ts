@@ -80,7 +80,7 @@ const KReferenceSchema = z.strictObject({
   name: z.string().min(1),
   namespace: z.string().optional(),
 });
-const DestinationSchema = z.strictObject({ ref: KReferenceSchema, uri: z.string().optional() });
+const DestinationSchema = z.strictObject({ ref: KReferenceSchema, uri: z.string().optional(), audience: z.string().optional() });
 
 // ISO 8601 duration, as Knative parses backoffDelay.
 const Iso8601Duration = z.string().regex(/^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/);
@@ -180,9 +180,14 @@ const KSVC_NAME = ksvcObject.metadata.name;
 const brokerObject = one('eventing.knative.dev/v1', 'Broker');
 const BROKER_NAME = brokerObject.metadata.name;
 
+/** Knative Eventing's audience of a Knative Service: group/kind/namespace/name, lowercased. */
+const FUNCTION_AUDIENCE = `serving.knative.dev/service/${NAMESPACE}/${KSVC_NAME}`.toLowerCase();
+
 function pointsAtFunction(d: z.infer<typeof DestinationSchema>, path: string): void {
   expect(d.ref).toEqual({ apiVersion: 'serving.knative.dev/v1', kind: 'Service', name: KSVC_NAME });
   expect(d.uri).toBe(path);
+  // With Eventing OIDC on, a sender presents a token only for a named audience.
+  expect(d.audience).toBe(FUNCTION_AUDIENCE);
 }
 
 function pointsAtBroker(d: z.infer<typeof DestinationSchema>): void {
@@ -363,7 +368,7 @@ describe('Knative Service', () => {
 
   test('its environment is a valid function configuration, with the LB template where the ConfigMap is mounted', () => {
     const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
-    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
+    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'SENDER_AUTH', 'SENDER_AUTH_ALLOWED', 'SENDER_AUTH_AUDIENCE', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
     // K_SINK comes from the SinkBinding, PORT from Knative.
     const config = loadConfig({ ...env, K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/ns/broker' });
     expect(config.TEMPLATE_PATH).toBe(env.TEMPLATE_PATH);
@@ -379,6 +384,38 @@ describe('Knative Service', () => {
     const mount = container.volumeMounts.find((m) => m.name === volume?.name);
     expect(mount).toBeDefined();
     expect(env.TEMPLATE_PATH).toBe(`${mount?.mountPath}/${fileKey}`);
+  });
+
+  test('sender authentication ships off, ready to turn on: the Triggers\' audience, and exactly their OIDC ServiceAccounts allowed', () => {
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+    expect(env.SENDER_AUTH).toBe('off');
+    const config = loadConfig({ ...env, SENDER_AUTH: 'required' });
+    expect(config.SENDER_AUTH_AUDIENCE).toBe(FUNCTION_AUDIENCE);
+    // Eventing names a Trigger's OIDC identity with kmeta.ChildName: the plain
+    // concatenation while it fits in 63 characters (longer names get a hash).
+    const triggerIdentities = ofKind('eventing.knative.dev/v1', 'Trigger').map((t) => `${t.metadata.name}-oidc-eventing.knative.dev-trigger`);
+    for (const name of triggerIdentities) expect(name.length).toBeLessThanOrEqual(63);
+    expect([...config.SENDER_AUTH_ALLOWED].sort()).toEqual(triggerIdentities.map((n) => `${NAMESPACE}/${n}`).sort());
+  });
+});
+
+describe('EventPolicy', () => {
+  const RefSchema = z.strictObject({ apiVersion: z.string(), kind: z.string(), name: z.string() });
+  const EventPolicySpecSchema = z.strictObject({
+    to: z.array(z.strictObject({ ref: RefSchema })).length(1),
+    from: z.array(z.strictObject({ ref: RefSchema })).min(1),
+  });
+  const spec = specOf(one('eventing.knative.dev/v1alpha1', 'EventPolicy'), EventPolicySpecSchema);
+
+  test('the Broker admits only the ApiServerSource, the PingSource and the function\'s fan-out (its SinkBinding\'s identity)', () => {
+    expect(spec.to[0]?.ref).toEqual({ apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: BROKER_NAME });
+    const senders = (apiVersion: string, kind: string) => ofKind(apiVersion, kind).map((o) => ({ apiVersion, kind, name: o.metadata.name }));
+    expect(spec.from.map((f) => f.ref)).toEqual([
+      ...senders('sources.knative.dev/v1', 'ApiServerSource'),
+      ...senders('sources.knative.dev/v1', 'PingSource'),
+      ...senders('sources.knative.dev/v1', 'SinkBinding'),
+    ]);
+    expect(spec.from).toHaveLength(3);
   });
 });
 

@@ -7,6 +7,7 @@ import {
   afterFanOut,
   afterStatusWriteFailure,
   answerFor,
+  answerForSender,
   combine,
   MAX_CONFLICT_ATTEMPTS,
   sinkRefusalRetriable,
@@ -89,5 +90,17 @@ describe('retry policy', () => {
     };
     expect(grep('retry\\??: *(boolean|true|false)|\\.retry\\b')).toEqual([]);
     expect(grep('answerFor\\(').filter((l) => !l.includes('function answerFor(')).map((l) => l.split(':')[0])).toEqual(['functions/server.ts']);
+    expect(grep('answerForSender\\(').filter((l) => !l.includes('function answerForSender(')).map((l) => l.split(':')[0])).toEqual(['functions/server.ts']);
+  });
+
+  test('a sender is refused (401) only when authentication is required; unreadable keys decide nothing (503)', () => {
+    const refused = { ok: false };
+    expect(answerForSender('required', refused)).toBe(401);
+    expect(answerForSender('required', { ok: false, unavailable: true })).toBe(503);
+    expect(answerForSender('required', { ok: true })).toBeUndefined();
+    expect(answerForSender('accept-and-log', refused)).toBeUndefined();
+    expect(answerForSender('off', refused)).toBeUndefined();
+    // Knative does not deliver a 401 again.
+    expect(sinkRefusalRetriable(401)).toBe(false);
   });
 });
