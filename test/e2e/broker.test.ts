@@ -8,7 +8,7 @@ import { BROKER, installEventWiring, type EventWiring } from '../support/broker-
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { adminConfig, useNamespace } from '../support/cluster.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
-import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
+import { APPLIED, LB_AVAILABLE, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { guessKindToResource, pluralOf } from '../support/install.js';
 import { freezeDeployments } from '../support/policies.js';
@@ -164,6 +164,26 @@ describe('the real Knative Eventing Broker in the event path', () => {
     await createConfiguration(ns(), 'shared');
     for (const g of ['a', 'b', 'c']) await createGateway(ns(), g, p().cls, 'shared');
     for (const g of ['a', 'b', 'c']) await waitFor(`${g} applied`, programmedAndApplied(g, '1'), { timeoutMs: 60000 });
+    // The configuration event fans out only the Gateways still behind it
+    // (docs/design.md §11): a reconcile that some other event starts after
+    // the edit (the deployment controller's status writes of the new
+    // Deployments, our own status writes, still travelling through the
+    // Broker) would apply it first. So wait until those writes are over (the
+    // function has reported each Deployment's status; no Nodes here, so none
+    // becomes available) and their events have drained: nothing handled for
+    // two seconds.
+    for (const g of ['a', 'b', 'c']) {
+      await waitFor(`${g}'s Deployment status reported`, async () => (condition(await readGateway(ns(), g), LB_AVAILABLE)?.status === 'False' ? true : undefined), { timeoutMs: 60000 });
+    }
+    let seen = -1;
+    let since = Date.now();
+    await waitFor('the events of the new Gateways to drain', () => {
+      if (fn.logs.length !== seen) {
+        seen = fn.logs.length;
+        since = Date.now();
+      }
+      return Date.now() - since >= 2000 ? true : undefined;
+    }, { timeoutMs: 60000, intervalMs: 250 });
     const mark = fn.logs.length;
     const proxyMark = eventing().proxy.requests.length;
     await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'shared', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
