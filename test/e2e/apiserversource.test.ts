@@ -72,6 +72,10 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await createConfiguration(ns(), 'shared');
     for (const g of ['a', 'b', 'c']) await createGateway(ns(), g, cls, 'shared');
     for (const g of ['a', 'b', 'c']) await waitFor(`${g} applied`, programmedAndApplied(g, '1'), { timeoutMs: 30000 });
+    // A configuration event fans out only the Gateways still behind it
+    // (docs/design.md §11): let the new Gateways' own events (status and
+    // Deployment writes) drain first, so that the edit reaches all three.
+    await fn!.quiet(2000);
     const mark = fn!.logs.length;
     await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'shared', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
     for (const g of ['a', 'b', 'c']) await waitFor(`${g} re-applied`, programmedAndApplied(g, '2'), { timeoutMs: 30000 });
@@ -95,7 +99,7 @@ describe('end to end with the real ApiServerSource adapter', () => {
     await waitFor('a reconcile invocation and an applied outcome logged for each Gateway', () => {
       const { reconciled, applied } = logged();
       return reconciled.length === 3 && applied.length === 3 ? true : undefined;
-    }, { timeoutMs: 30000 });
+    }, { timeoutMs: 60000 });
     expect(logged()).toEqual({ reconciled: all, applied: all });
   });
 

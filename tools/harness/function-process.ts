@@ -207,6 +207,22 @@ export class FunctionProcess {
     return waitFor(`the log line of event ${eventId}`, () => this.logs.find((l) => l.eventId === eventId), { timeoutMs, intervalMs: 5 });
   }
 
+  /**
+   * Until the process has logged nothing for `forMs`: the events already on
+   * their way to it (through a Broker or an adapter) have all been handled.
+   */
+  async quiet(forMs: number, timeoutMs = 60000): Promise<void> {
+    let seen = -1;
+    let since = Date.now();
+    await waitFor(`the function to have handled nothing for ${forMs} ms`, () => {
+      if (this.logs.length !== seen) {
+        seen = this.logs.length;
+        since = Date.now();
+      }
+      return Date.now() - since >= forMs ? true : undefined;
+    }, { timeoutMs, intervalMs: Math.min(250, forMs) });
+  }
+
   clearLogs(): void {
     this.logs = [];
   }
