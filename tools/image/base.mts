@@ -23,11 +23,11 @@ import { z } from 'zod';
 import { cacheRoot, logger, runAsScript, withLock, type Log } from '../go-build.mts';
 import { buildah, imageExists, runCommand, RUNTIME_ARGS } from './buildah.mts';
 import { BASE_TOOLS, IMAGE_TOOLS, ensureHostTools } from './host-tools.mts';
-import { repoRoot } from './repo-root.mts';
+import { repoRoot } from '../harness/repo-root.ts';
 
 // The source directory (also when this module runs compiled, from dist/): the
 // Containerfile and entrypoint live there, and the recipe hash reads this file's source.
-const here = join(repoRoot(import.meta.url), 'tools', 'image');
+const here = join(repoRoot(), 'tools', 'image');
 const log = logger('image');
 
 /** The Debian release of node:24-slim's default variant. */
@@ -77,7 +77,7 @@ const PackageJsonSchema = z.looseObject({ version: z.string() });
 const LockSchema = z.looseObject({ packages: z.record(z.string(), z.looseObject({ version: z.string().optional() })) });
 
 /** The official Node.js distribution that the `node` devDependency installed. */
-export function nodeDistribution(root: string = repoRoot(import.meta.url)): { dir: string; version: string } {
+export function nodeDistribution(root: string = repoRoot()): { dir: string; version: string } {
   const name = `node-${process.platform}-${process.arch}`;
   const candidates = [join(root, 'node_modules', 'node', 'node_modules', name), join(root, 'node_modules', name)];
   const dir = candidates.find((d) => existsSync(join(d, 'bin', 'node')));

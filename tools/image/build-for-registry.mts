@@ -21,7 +21,7 @@ import { logger, runAsScript, type Log } from '../go-build.mts';
 import { buildControllerImage } from './build.mts';
 import { runCommand, storageArgs } from './buildah.mts';
 import { findCommand } from './host-tools.mts';
-import { repoRoot } from './repo-root.mts';
+import { repoRoot } from '../harness/repo-root.ts';
 
 const log = logger('image');
 
@@ -102,7 +102,7 @@ export async function buildForRegistry(opts: Options): Promise<{ ref: string; to
     // buildah caches layers only when asked; docker always does.
     if (tool === 'buildah') args.push('--layers');
     log(`${tool} ${args.join(' ')} .`);
-    await runCommand(tool, [...args, repoRoot(import.meta.url)], { log, echo: /./ });
+    await runCommand(tool, [...args, repoRoot()], { log, echo: /./ });
   }
   log(`built ${opts.ref} with ${tool} in ${Math.round((Date.now() - started) / 1000)}s`);
   if (!opts.push) {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { cacheRoot, logger, type Log } from '../go-build.mts';
 import { buildah, RUNTIME_ARGS } from './buildah.mts';
 import { ensureNodeBase } from './base.mts';
-import { repoRoot } from './repo-root.mts';
+import { repoRoot } from '../harness/repo-root.ts';
 
 /**
  * A tag of its own per build: the store is shared by every checkout on the
@@ -63,7 +63,7 @@ export async function buildControllerImage(opts: { ref?: string; log?: Log } = {
   const started = Date.now();
   log(`building ${ref} from the Dockerfile on ${base.ref}`);
   const { output } = await buildah(['bud', ...RUNTIME_ARGS, '--pull=false', '--layers=false',
-    '--build-arg', `NODE_IMAGE=${base.ref}`, '--volume', `${buildHome()}:/root`, '-t', ref, repoRoot(import.meta.url)], { log, echo: BUILD_PROGRESS });
+    '--build-arg', `NODE_IMAGE=${base.ref}`, '--volume', `${buildHome()}:/root`, '-t', ref, repoRoot()], { log, echo: BUILD_PROGRESS });
   const seconds = (Date.now() - started) / 1000;
   log(`built ${ref} in ${Math.round(seconds)}s`);
   return { ref, base: base.ref, output, seconds };

@@ -23,7 +23,7 @@ import { ensureNodeBase } from './base.mts';
 import { buildControllerImage, type BuiltImage } from './build.mts';
 import { compressedSize, imageSize, inspectImage, removeImage } from './buildah.mts';
 import { startContainer } from './container.mts';
-import { repoRoot } from './repo-root.mts';
+import { repoRoot } from '../harness/repo-root.ts';
 
 const log = logger('image-measure');
 const TEMPLATE_DIR = '/etc/meridio-2/templates';
@@ -84,7 +84,7 @@ async function processColdStart(root: string): Promise<number> {
 async function main(): Promise<unknown> {
   const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' }, image: { type: 'string' }, print: { type: 'boolean' } } });
   const runs = Number(values.runs);
-  const root = repoRoot(import.meta.url);
+  const root = repoRoot();
   let t = performance.now();
   const base = await ensureNodeBase(log);
   const baseSeconds = (performance.now() - t) / 1000;
