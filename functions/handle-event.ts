@@ -4,7 +4,7 @@ import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/
 import { fanOut } from './dispatch/fan-out.js';
 import { resyncPass } from './dispatch/resync.js';
 import { classifyError, type ClassifiedError } from './kube/classify-error.js';
-import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery } from './kube/retry-policy.js';
+import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, HAND_OVER_RESERVE, type Delivery } from './kube/retry-policy.js';
 import { deadlineIn, withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
 import { coalescer, type Coalescer } from './coalescer.js';
@@ -64,16 +64,22 @@ function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
   return { next: r.next, outcome: r.outcome, gateway: keyText(key), ...(r.error ? { detail: errorText(r.error) } : {}) };
 }
 
-async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }, deadline: number): Promise<Handled> {
+async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string; resync?: true }, deadline: number): Promise<Handled> {
   if (keys.length === 0) return { next: 'settle', outcome: 'no-gateway-affected', gateways: 0 };
   // One Gateway: reconcile it in this invocation, no extra hop.
   const [only] = keys;
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
     const token = await deps.sinkToken?.();
-    const r = await fanOut(keys, cause, { sink: deps.sink, ...(token ? { token } : {}) });
-    const next = afterFanOut(r.failed.length);
-    if (next === 'redeliver') return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
+    // Stop handing over while there is still time to answer (docs/design.md §11).
+    const handOverBy = deadline - Math.round(deps.budgetMs * HAND_OVER_RESERVE);
+    const r = await fanOut(keys, { type: cause.type, id: cause.id }, { sink: deps.sink, handOverBy, ...(token ? { token } : {}) });
+    const next = afterFanOut(r.failed.length, r.unsent, cause.resync ? 'resync' : 'event');
+    if (r.failed.length > 0) return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
+    if (r.unsent > 0) {
+      const rest = cause.resync ? 'the next pass reconciles the rest' : 'delivered again for the rest';
+      return { next, outcome: 'fanned-out-partly', gateways: keys.length, detail: `${r.sent} of ${keys.length} handed over before the invocation's time ran out; ${rest}` };
+    }
     return { next, outcome: 'fanned-out', gateways: keys.length };
   }
   let index = 0;
@@ -128,7 +134,7 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       // Only what drifted is reconciled (dispatch/resync.ts).
       const pass = await resyncPass(deps.api, deps.scope, deps.reconcile);
       const classes = await reconcileClasses(pass.classes, deps);
-      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, event, deadline)), planned: pass.gateways, requests: pass.requests };
+      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, { ...event, resync: true }, deadline)), planned: pass.gateways, requests: pass.requests };
     }
     case 'apiserver': {
       const classes = await reconcileClassesFor(incoming, deps);

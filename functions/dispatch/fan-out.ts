@@ -22,11 +22,19 @@ export interface FanOutOptions {
    * Authorization header, as without OIDC.
    */
   token?: string;
+  /**
+   * Hand over no new request after this moment (ms since the epoch): the
+   * invocation must still answer before its own deadline. What was not
+   * handed over by then is counted in `unsent`, not attempted.
+   */
+  handOverBy?: number;
 }
 
 export interface FanOutResult {
   sent: number;
   failed: { key: GatewayKey; error: string }[];
+  /** Targets not attempted because `handOverBy` passed first. */
+  unsent: number;
 }
 
 async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number, token: string | undefined): Promise<{ ok: boolean; retriable: boolean; error: string }> {
@@ -47,11 +55,12 @@ async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileDat
 }
 
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token } = opts;
-  const result: FanOutResult = { sent: 0, failed: [] };
+  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy } = opts;
+  const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
   let next = 0;
+  const inTime = (): boolean => handOverBy === undefined || Date.now() < handOverBy;
   const worker = async (): Promise<void> => {
-    while (next < targets.length) {
+    while (next < targets.length && inTime()) {
       const target = targets[next++] as Target;
       for (let attempt = 0; ; attempt++) {
         const r = await postOnce(sink, target, cause, timeoutMs, token);
@@ -68,5 +77,6 @@ export async function fanOut(targets: Target[], cause: ReconcileData['cause'], o
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, targets.length) }, worker));
+  result.unsent = targets.length - next;
   return result;
 }

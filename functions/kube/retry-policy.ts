@@ -83,10 +83,20 @@ export function afterDeadLetter(error: ClassifiedError | undefined, failedOutrig
   return error?.class === 'transient' && failedOutright ? 'redeliver' : 'settle';
 }
 
-/** Fan-out could not hand every reconcile request to the sink: the event comes again. */
-export function afterFanOut(undelivered: number): Delivery {
-  return undelivered > 0 ? 'redeliver' : 'settle';
+/**
+ * After a fan-out. A request the sink refused: the event comes again. Requests
+ * not handed over because the invocation's time ran out: an API event comes
+ * again (its retry plans afresh and sends only the Gateways still behind); a
+ * resync pass settles, because the next pass picks up the rest, and a ping
+ * redelivered would plan every Gateway again only to hand over as few.
+ */
+export function afterFanOut(undelivered: number, unsent = 0, cause: 'resync' | 'event' = 'event'): Delivery {
+  if (undelivered > 0) return 'redeliver';
+  return unsent > 0 && cause === 'event' ? 'redeliver' : 'settle';
 }
+
+/** The share of an invocation's budget kept for answering after a fan-out stops handing over. */
+export const HAND_OVER_RESERVE = 0.1;
 
 /** Dispatch could not read what it needed, or the invocation's budget ran out: nothing was decided. */
 export const afterDispatchFailure = (): Delivery => 'redeliver';

@@ -109,7 +109,7 @@ describe('fanOut: the events', () => {
     const sink = await startSink(() => 204);
     const ks = [...keys(3), { namespace: 'team-b', name: 'edge.gw' }];
     const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, ...FAST });
-    expect(result).toEqual({ sent: 4, failed: [] });
+    expect(result).toEqual({ sent: 4, failed: [], unsent: 0 });
     expect(sink.received.map((r) => r.key).sort()).toEqual(ks.map(text).sort());
     for (const r of sink.received) {
       const [namespace, name] = r.key.split('/') as [string, string];
@@ -142,7 +142,7 @@ describe('fanOut: the events', () => {
     const sink = await startSink(() => 204);
     const [key] = keys(1) as [GatewayKey];
     const hint = { gatewayClassName: 'meridio', configuration: { namespace: NS, name: 'cfg' }, routeScope: 'same' as const };
-    expect(await fanOut([{ key, hint }], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(await fanOut([{ key, hint }], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [], unsent: 0 });
     const [r] = sink.received;
     const event = HTTP.toEvent({ headers: r?.headers ?? {}, body: r?.body }) as CloudEventV1<unknown>;
     expect(parseIncoming(event)).toEqual({ kind: 'reconcile', key, cause: CAUSE, hint });
@@ -150,13 +150,13 @@ describe('fanOut: the events', () => {
 
   it('sends nothing for no keys', async () => {
     const sink = await startSink(() => 204);
-    expect(await fanOutKeys([], CAUSE, { sink: sink.url })).toEqual({ sent: 0, failed: [] });
+    expect(await fanOutKeys([], CAUSE, { sink: sink.url })).toEqual({ sent: 0, failed: [], unsent: 0 });
     expect(sink.received).toHaveLength(0);
   });
 
   it('any 2xx counts as sent', async () => {
     const sink = await startSink((r) => (r.key.endsWith('0') ? 200 : 202));
-    expect(await fanOutKeys(keys(4), CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 4, failed: [] });
+    expect(await fanOutKeys(keys(4), CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 4, failed: [], unsent: 0 });
     expect(sink.received).toHaveLength(4);
   });
 });
@@ -188,7 +188,7 @@ describe('fanOut: bounded concurrency', () => {
     const ks = keys(13);
     const sink = await startSink(holdingSink(concurrency, ks.length));
     const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency, ...FAST });
-    expect(result).toEqual({ sent: 13, failed: [] });
+    expect(result).toEqual({ sent: 13, failed: [], unsent: 0 });
     expect(sink.maxInFlight()).toBe(concurrency);
     expect(sink.received).toHaveLength(13);
   });
@@ -196,14 +196,14 @@ describe('fanOut: bounded concurrency', () => {
   it('defaults to 16 at once', async () => {
     const ks = keys(40);
     const sink = await startSink(holdingSink(16, ks.length));
-    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 40, failed: [] });
+    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 40, failed: [], unsent: 0 });
     expect(sink.maxInFlight()).toBe(16);
   });
 
   it('fewer keys than the bound: one request per key, all at once', async () => {
     const ks = keys(2);
     const sink = await startSink(holdingSink(2, ks.length));
-    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency: 8, ...FAST })).toEqual({ sent: 2, failed: [] });
+    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency: 8, ...FAST })).toEqual({ sent: 2, failed: [], unsent: 0 });
     expect(sink.maxInFlight()).toBe(2);
   });
 });
@@ -212,7 +212,7 @@ describe('fanOut: retries', () => {
   it.each([503, 500, 404, 408, 409, 429])('retries HTTP %i, then succeeds', async (status) => {
     const sink = await startSink((r) => (r.attempt <= 2 ? status : 204));
     const [key] = keys(1) as [GatewayKey];
-    expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [], unsent: 0 });
     expect(sink.attempts(text(key))).toBe(3);
     // Every attempt is a fresh event with its own id, carrying the same data.
     expect(new Set(sink.received.map((r) => r.body)).size).toBe(1);
@@ -221,7 +221,7 @@ describe('fanOut: retries', () => {
   it('retries a dropped connection (network error), then succeeds', async () => {
     const sink = await startSink((r) => (r.attempt === 1 ? 'destroy' : 204));
     const [key] = keys(1) as [GatewayKey];
-    expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [] });
+    expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [], unsent: 0 });
     expect(sink.attempts(text(key))).toBe(2);
   });
 
@@ -229,7 +229,7 @@ describe('fanOut: retries', () => {
     const sink = await startSink(() => status);
     const [key] = keys(1) as [GatewayKey];
     const result = await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST });
-    expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP ${status} from ${sink.url}` }] });
+    expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP ${status} from ${sink.url}` }], unsent: 0 });
     expect(sink.attempts(text(key))).toBe(1);
   });
 
@@ -237,8 +237,28 @@ describe('fanOut: retries', () => {
     const sink = await startSink(() => 503);
     const [key] = keys(1) as [GatewayKey];
     const result = await fanOutKeys([key], CAUSE, { sink: sink.url, retries: 2, ...FAST });
-    expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP 503 from ${sink.url}` }] });
+    expect(result).toEqual({ sent: 0, failed: [{ key, error: `HTTP 503 from ${sink.url}` }], unsent: 0 });
     expect(sink.attempts(text(key))).toBe(3);
+  });
+
+  it('hands nothing over once handOverBy has passed, and counts what it left', async () => {
+    const sink = await startSink(() => 202);
+    const result = await fanOutKeys(keys(5), CAUSE, { sink: sink.url, handOverBy: Date.now() - 1, ...FAST });
+    expect(result).toEqual({ sent: 0, failed: [], unsent: 5 });
+    expect(sink.received).toHaveLength(0);
+  });
+
+  it('finishes the requests in flight when handOverBy passes, and starts no new one', async () => {
+    const handOverBy = Date.now() + 50;
+    // Each request is answered only once handOverBy has passed: the one in
+    // flight then completes, and the worker finds its time up.
+    const sink = await startSink(async () => {
+      while (Date.now() <= handOverBy) await new Promise((r) => setTimeout(r, 5));
+      return 202;
+    });
+    const result = await fanOutKeys(keys(6), CAUSE, { sink: sink.url, concurrency: 2, handOverBy, ...FAST });
+    expect(result).toEqual({ sent: 2, failed: [], unsent: 4 });
+    expect(sink.received).toHaveLength(2);
   });
 
   it('defaults to 3 retries (4 attempts)', async () => {

@@ -77,6 +77,12 @@ describe('retry policy', () => {
     expect(combine('settle', 'redeliver', 'settle')).toBe('redeliver');
     expect(afterFanOut(0)).toBe('settle');
     expect(afterFanOut(1)).toBe('redeliver');
+    // Time ran out before every request was handed over: an API event comes
+    // again; a resync pass leaves the rest to the next pass.
+    expect(afterFanOut(0, 3, 'event')).toBe('redeliver');
+    expect(afterFanOut(0, 3, 'resync')).toBe('settle');
+    expect(afterFanOut(1, 3, 'resync')).toBe('redeliver');
+    expect(afterFanOut(0, 0, 'resync')).toBe('settle');
     expect(afterStatusWriteFailure(err('persistent', 403))).toBe('redeliver');
   });
 
