@@ -82,13 +82,15 @@ async function apply(obj: Obj): Promise<void> {
   if (r.status >= 300) throw new Error(`apply ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
 }
 
-const AddressedSchema = z.object({ status: z.object({ address: z.object({ url: z.string().url() }) }) });
+const AddressedSchema = z.object({ status: z.object({ address: z.object({ url: z.string().url(), audience: z.string().optional() }) }) });
 const SubscriberSchema = z.object({ status: z.object({ subscriberUri: z.string().url() }) });
 
 export interface EventWiring {
   objects: Obj[];
   /** The Broker's status.address.url: what a SinkBinding injects as K_SINK. */
   brokerUrl: string;
+  /** The Broker's status.address.audience: set only with Eventing's OIDC on. */
+  brokerAudience?: string;
 }
 
 /**
@@ -109,10 +111,10 @@ export async function installEventWiring(ns: string, dir: string, functionUrl: s
   const api = adminConfig().makeApiClient(CustomObjectsApi);
   const broker = objects.find((o) => o.kind === 'Broker');
   if (!broker) throw new Error(`no Broker rendered from ${dir}`);
-  const brokerUrl = await waitFor(`Broker ${ns}/${broker.metadata.name} status.address`, async () => {
+  const brokerAddress = await waitFor(`Broker ${ns}/${broker.metadata.name} status.address`, async () => {
     const b = await api.getNamespacedCustomObject({ group: 'eventing.knative.dev', version: 'v1', namespace: ns, plural: 'brokers', name: broker.metadata.name });
     const r = AddressedSchema.safeParse(b);
-    return r.success ? r.data.status.address.url : undefined;
+    return r.success ? r.data.status.address : undefined;
   }, { timeoutMs: 90000, intervalMs: 250 });
   // The sources once their sink has an address: a PingSource reconciled
   // before that stays SinkNotFound here (seen with these reconcilers: the
@@ -124,7 +126,7 @@ export async function installEventWiring(ns: string, dir: string, functionUrl: s
       return SubscriberSchema.safeParse(live).success ? true : undefined;
     }, { timeoutMs: 90000, intervalMs: 250 });
   }
-  return { objects, brokerUrl };
+  return { objects, brokerUrl: brokerAddress.url, ...(brokerAddress.audience ? { brokerAudience: brokerAddress.audience } : {}) };
 }
 
 /** What Knative Serving reports for a ready Service: its address (here, the function process). */
