@@ -11,6 +11,9 @@ import { summarize, type Summary } from '../lib/stats.js';
 import { compileCacheSize, type PreparedVariants } from '../lib/variants.js';
 import type { DependencyCosts, ImportCost, SnapshotFloor } from '../explore/dependency-costs.js';
 import { cleanEnv, runNode } from '../lib/run-node.js';
+import { serviceAccountToken } from '../../tools/harness/service-account-identity.js';
+
+const BENCH_SENDER = 'bench-sender';
 
 // P1: cold start of the function process, per build variant, spawns
 // interleaved across variants so that machine noise hits all alike.
@@ -52,13 +55,26 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   await createConfiguration(c, ns, 'cfg');
   const total = opts.spawns * variants.length + variants.length;
   await createGateways(c, ns, names('cold', 0, total), ctx.className, 'cfg');
+  // A variant that verifies senders admits one ServiceAccount of this
+  // namespace, and each first event carries its token (minted once, as a
+  // Trigger's identity reuses one token for most of an hour): each spawn
+  // then verifies it cold, the issuer's keys read on that first event.
+  const sender = async (variant: Variant): Promise<{ env: Record<string, string>; authorization: string } | undefined> => {
+    const audience = variant.env.SENDER_AUTH_AUDIENCE;
+    if (variant.env.SENDER_AUTH === undefined || variant.env.SENDER_AUTH === 'off' || audience === undefined) return undefined;
+    const token = await serviceAccountToken(c.admin, ns, BENCH_SENDER, 3600, [audience]);
+    return { env: { SENDER_AUTH_ALLOWED: `${ns}/${BENCH_SENDER}` }, authorization: `Bearer ${token}` };
+  };
+  const senders = new Map<string, Awaited<ReturnType<typeof sender>>>();
+  for (const v of variants) senders.set(v.name, await sender(v));
   let next = 0;
   const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number }> => {
     const name = `cold-${String(next++).padStart(4, '0')}`;
-    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
+    const auth = senders.get(variant.name);
+    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns], ...(auth ? { env: auth.env } : {}) });
     try {
       const ev = reconcileEvent({ namespace: ns, name });
-      const r = await fn.post(ev);
+      const r = await fn.post(ev, '/', auth ? { authorization: auth.authorization } : {});
       const first = performance.now() - fn.spawnedAt;
       const line = await fn.handled(ev.id);
       if (r.status >= 300) throw new Error(`first reconcile of ${name} (${variant.name}) answered ${r.status}: ${line.outcome} ${String(line.detail ?? '')}`);
