@@ -7,8 +7,7 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import type { LogLine } from '../../tools/harness/function-process.js';
 import { BROKER } from '../support/broker-install.js';
 import { adminConfig, useNamespace } from '../support/cluster.js';
-import { startEventing, type EventingPlane } from '../support/eventing.js';
-import { fanOutThroughBroker, startEventPath, stopEventPath, type EventPath } from '../support/event-path.js';
+import { fanOutThroughBroker, useEventPaths, type EventPath } from '../support/event-path.js';
 import { createConfiguration, createGateway, editSpec, programmedAndApplied } from '../support/fixtures.js';
 import { guessKindToResource } from '../support/install.js';
 import { freezeDeployments } from '../support/policies.js';
@@ -32,32 +31,14 @@ const refused = (l: LogLine): boolean => l.msg === 'sender refused';
 
 describe('the Broker with Knative Eventing OIDC on, the function with SENDER_AUTH=required', () => {
   const ns = useNamespace('oidc');
-  let plane: EventingPlane | undefined;
-  let path: EventPath | undefined;
-
-  beforeAll(async () => {
-    plane = await startEventing({ oidc: true });
-  }, 30 * 60 * 1000);
-
-  afterAll(async () => {
-    await plane?.stop();
-  }, 120000);
-
-  afterEach(async () => {
-    await stopEventPath(path);
-    path = undefined;
-  });
-
-  const eventing = (): EventingPlane => {
-    if (!plane) throw new Error('no data plane');
-    return plane;
-  };
+  const paths = useEventPaths({ oidc: true });
+  const eventing = paths.eventing;
   /** The user name of a Trigger's OIDC identity, as the function logs its sender. */
   const triggerSender = (p: EventPath, trigger: string): string => `system:serviceaccount:${p.ns}:${p.triggerIdentities.get(trigger) ?? '?'}`;
   const ingressRequests = () => eventing().proxy.requests.filter((r) => r.host.startsWith('broker-ingress.') && r.path === `/${ns()}/${BROKER}`);
 
   it('an ApiServerSource event reaches the function through the Broker, from the Trigger\'s identity; the fan-out is accepted by the ingress', async () => {
-    path = await startEventPath(eventing(), ns(), SHIPPED);
+    const path = await paths.start(ns(), SHIPPED);
     const { fn } = path;
     // Eventing made the Triggers' identities the shipped SENDER_AUTH_ALLOWED names.
     expect([...path.triggerIdentities.entries()].filter(([t, sa]) => sa !== `${t}-oidc-eventing.knative.dev-trigger`)).toEqual([]);
@@ -87,7 +68,7 @@ describe('the Broker with Knative Eventing OIDC on, the function with SENDER_AUT
   }, 240000);
 
   it('the PingSource\'s ping reaches the function through the Broker, from the resync Trigger\'s identity', async () => {
-    path = await startEventPath(eventing(), ns(), `${OVERLAYS}/every-minute`, { adapter: false });
+    const path = await paths.start(ns(), `${OVERLAYS}/every-minute`, { adapter: false });
     const { fn } = path;
     await createConfiguration(ns(), 'cfg');
     await createGateway(ns(), 'gw', path.cls, 'cfg');
@@ -109,7 +90,7 @@ describe('the Broker with Knative Eventing OIDC on, the function with SENDER_AUT
   }, 240000);
 
   it('dead letters come through the broker filter from the Trigger\'s identity, which SENDER_AUTH_ALLOWED admits', async () => {
-    path = await startEventPath(eventing(), ns(), `${OVERLAYS}/short-delivery`, { adapter: true });
+    const path = await paths.start(ns(), `${OVERLAYS}/short-delivery`);
     const { fn } = path;
     await createConfiguration(ns(), 'cfg');
     // Two Gateways, so that the edit is fanned out as reconcile events.

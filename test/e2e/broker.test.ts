@@ -3,10 +3,9 @@ import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { RECONCILE_TYPE } from '../../events/types.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { BROKER } from '../support/broker-install.js';
-import { fanOutThroughBroker as fanOut, startEventPath, stopEventPath, type EventPath as Path, type FanOut } from '../support/event-path.js';
+import { fanOutThroughBroker as fanOut, useEventPaths, type EventPath as Path, type FanOut } from '../support/event-path.js';
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { adminConfig, useNamespace } from '../support/cluster.js';
-import { startEventing, type EventingPlane } from '../support/eventing.js';
 import { APPLIED, condition, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
 import { guessKindToResource } from '../support/install.js';
@@ -49,36 +48,12 @@ async function watchApplied(ns: string, name: string): Promise<{ seen: SeenCondi
 
 describe('the real Knative Eventing Broker in the event path', () => {
   const ns = useNamespace('brk');
-  let plane: EventingPlane | undefined;
-  let path: Path | undefined;
-
-  beforeAll(async () => {
-    plane = await startEventing();
-  }, 30 * 60 * 1000);
-
-  afterAll(async () => {
-    await plane?.stop();
-  }, 120000);
-
-  afterEach(async () => {
-    await stopEventPath(path);
-    path = undefined;
-  });
-
-  const p = (): Path => {
-    if (!path) throw new Error('no event path');
-    return path;
-  };
-  const eventing = (): EventingPlane => {
-    if (!plane) throw new Error('no data plane');
-    return plane;
-  };
+  const paths = useEventPaths();
+  const p = paths.current;
+  const eventing = paths.eventing;
 
   /** The function (K_SINK = the Broker) and the shipped wiring from `dir`; the source adapter unless `adapter: false`. */
-  async function startPath(dir: string, opts: { adapter?: boolean } = {}): Promise<Path> {
-    path = await startEventPath(eventing(), ns(), dir, opts);
-    return path;
-  }
+  const startPath = (dir: string, opts: { adapter?: boolean } = {}): Promise<Path> => paths.start(ns(), dir, opts);
 
   const programmedAndApplied = (gw: string, generation?: string): (() => Promise<true | undefined>) => programmedAndAppliedIn(ns(), gw, generation);
 

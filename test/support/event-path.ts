@@ -13,7 +13,7 @@ import { startAdapter, type AdapterProcess, type AdapterResource } from './adapt
 import { installEventWiring, type EventWiring } from './broker-install.js';
 import { adminConfig } from './cluster.js';
 import { deleteAfterTest } from './cluster-scoped.js';
-import type { EventingPlane } from './eventing.js';
+import { startEventing, type EventingPlane } from './eventing.js';
 import { LB_AVAILABLE, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from './fixtures.js';
 import { pluralOf } from './install.js';
 import { controllerIdentity } from './reconciler.js';
@@ -246,4 +246,44 @@ export async function fanOutThroughBroker(plane: EventingPlane, path: EventPath,
   expect(new Set(viaFilter.map((r) => r.ceId)).size).toBe(3);
   for (const g of ['a', 'b', 'c']) await waitFor(`${g} re-applied`, programmedAndApplied(ns, g, '2'), { timeoutMs });
   return { ids, mark };
+}
+
+export interface EventPaths {
+  /** The data plane of this test file. */
+  eventing(): EventingPlane;
+  /** startEventPath on it, in `ns`; stopped after the test. */
+  start(ns: string, dir: string, opts?: { adapter?: boolean }): Promise<EventPath>;
+  /** The current test's path. */
+  current(): EventPath;
+}
+
+/** Starts the data plane for the test file (beforeAll; stopped in afterAll) and stops each test's event path after it. */
+export function useEventPaths(opts: { oidc?: boolean } = {}): EventPaths {
+  let plane: EventingPlane | undefined;
+  let path: EventPath | undefined;
+  beforeAll(async () => {
+    plane = await startEventing(opts);
+  }, 30 * 60 * 1000);
+  afterAll(async () => {
+    await plane?.stop();
+  }, 120000);
+  afterEach(async () => {
+    await stopEventPath(path);
+    path = undefined;
+  });
+  const eventing = (): EventingPlane => {
+    if (!plane) throw new Error('no data plane');
+    return plane;
+  };
+  return {
+    eventing,
+    start: async (ns, dir, o) => {
+      path = await startEventPath(eventing(), ns, dir, o);
+      return path;
+    },
+    current: () => {
+      if (!path) throw new Error('no event path');
+      return path;
+    },
+  };
 }
