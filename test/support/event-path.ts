@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,7 @@ import { deleteAfterTest } from './cluster-scoped.js';
 import { startEventing, type EventingPlane } from './eventing.js';
 import { LB_AVAILABLE, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from './fixtures.js';
 import { pluralOf } from './install.js';
+import { childName, oidcServiceAccountName } from './knative-names.js';
 import { controllerIdentity } from './reconciler.js';
 import { FUNCTION_AUDIENCE, mintToken } from './sender-tokens.js';
 import { stableAddress, type StableAddress } from './stable-address.js';
@@ -53,26 +53,6 @@ export interface EventPath {
   /** With OIDC: each Trigger's OIDC identity (status.auth.serviceAccountName), by Trigger name. */
   triggerIdentities: Map<string, string>;
 }
-
-/**
- * Knative's kmeta.ChildName: parent + suffix, or, when that is longer than a
- * name may be, the parent and a hash of both (knative.dev/pkg/kmeta/names.go).
- */
-export function childName(parent: string, suffix: string): string {
-  const longest = 63;
-  const head = longest - 32;
-  if (parent.length <= longest - suffix.length) return parent + suffix;
-  if (head - suffix.length <= 0) {
-    const hash = createHash('md5').update(parent + suffix).digest('hex');
-    let ret = parent.slice(0, head) + hash;
-    if (ret.length < longest) ret += suffix.slice(0, longest - ret.length);
-    return ret.replace(/[^a-zA-Z0-9]+$/, '');
-  }
-  return `${parent.slice(0, head - suffix.length)}${createHash('md5').update(parent).digest('hex')}${suffix}`;
-}
-
-/** Eventing's OIDC ServiceAccount of a resource (pkg/auth/serviceaccount.go). */
-export const oidcServiceAccountName = (group: string, kind: string, name: string): string => childName(name, `-oidc-${group}-${kind}`).toLowerCase();
 
 /**
  * The receive adapter's resources, from the applied ApiServerSource. Knative
