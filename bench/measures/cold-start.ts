@@ -37,6 +37,13 @@ export interface P1Variant {
   firstEvent: Summary;
   /** VmRSS right after the first reconcile (MB). */
   rssAfterFirstMb: Summary;
+  /**
+   * This variant minus the first one (the shipped build), spawn by spawn
+   * within each round: on a loaded machine both of a round's spawns see
+   * about the same load, so the median of these differences resolves what
+   * the difference of two medians cannot. Absent for the first variant.
+   */
+  pairedDifference?: { ready: Summary; firstReconcile: Summary };
 }
 
 export interface P1Result {
@@ -107,7 +114,9 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       samples.set(v.name, acc);
     }
   }
-  const rows: P1Variant[] = variants.map((v) => {
+  const base = samples.get(variants[0]?.name ?? '');
+  const paired = (mine: number[], theirs: number[] | undefined): Summary => summarize(mine.map((x, i) => x - (theirs?.[i] ?? Number.NaN)).filter((d) => !Number.isNaN(d)));
+  const rows: P1Variant[] = variants.map((v, index) => {
     const s = samples.get(v.name) ?? { ready: [], first: [], rss: [] };
     const cacheDir = opts.prepared.cacheDirs[v.name];
     return {
@@ -120,6 +129,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       firstReconcile: summarize(s.first),
       firstEvent: summarize(s.first.map((f, i) => f - (s.ready[i] ?? 0))),
       rssAfterFirstMb: summarize(s.rss),
+      ...(index > 0 ? { pairedDifference: { ready: paired(s.ready, base?.ready), firstReconcile: paired(s.first, base?.first) } } : {}),
     };
   });
 
