@@ -10,6 +10,7 @@ import { adminConfig, useNamespace } from '../support/cluster.js';
 import { fanOutThroughBroker, useEventPaths, type EventPath } from '../support/event-path.js';
 import { createConfiguration, createGateway, editSpec, programmedAndApplied } from '../support/fixtures.js';
 import { guessKindToResource } from '../support/install.js';
+import { mintToken } from '../support/sender-tokens.js';
 import { freezeDeployments } from '../support/policies.js';
 
 // The event path with Knative Eventing's OIDC on (config-features
@@ -18,7 +19,8 @@ import { freezeDeployments } from '../support/policies.js';
 // adapter and the PingSource present tokens for the Broker, the broker
 // ingress and the channel verify them, the broker filter mints each Trigger's
 // token for the function, and the function's own fan-out presents the token
-// the SinkBinding would mount. Which of these is a stand-in is said in
+// the SinkBinding would mount. The Broker applies the shipped EventPolicy
+// (only the two sources and the SinkBinding may post). Which of these is a stand-in is said in
 // test/support/event-path.ts and test/support/eventing.ts.
 
 const SHIPPED = 'infra';
@@ -44,10 +46,17 @@ describe('the Broker with Knative Eventing OIDC on, the function with SENDER_AUT
     expect([...path.triggerIdentities.entries()].filter(([t, sa]) => sa !== `${t}-oidc-eventing.knative.dev-trigger`)).toEqual([]);
     // The verifiers read the API server's discovery at kubernetes.default.svc.
     expect(eventing().proxy.requests.some((r) => r.path === 'CONNECT' && r.host === 'kubernetes.default.svc:443' && r.status === 200)).toBe(true);
-    // OIDC is really on: the ingress refuses an event without a token.
+    // OIDC is really on: the ingress refuses an event without a token...
+    const ingress = await eventing().proxy.localAddress(path.wiring.brokerUrl);
     const m = HTTP.binary(pingEvent());
-    const anonymous = await fetch(await eventing().proxy.localAddress(path.wiring.brokerUrl), { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
+    const anonymous = await fetch(ingress, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
     expect(anonymous.status).toBe(401);
+    // ...and the shipped EventPolicy is enforced: a valid token of another
+    // ServiceAccount of the namespace, which Eventing's default mode
+    // (allow-same-namespace) would admit, gets 403.
+    const stranger = await mintToken(ns(), 'stranger', [path.wiring.brokerAudience ?? '']);
+    const byStranger = await fetch(ingress, { method: 'POST', headers: { ...(m.headers as Record<string, string>), authorization: `Bearer ${stranger}` }, body: m.body as string });
+    expect(byStranger.status).toBe(403);
 
     const mark = fn.logs.length;
     await createConfiguration(ns(), 'cfg');

@@ -35,11 +35,14 @@ import { stableAddress, type StableAddress } from './stable-address.js';
 //   the path mints that token with TokenRequest for the SinkBinding's OIDC
 //   ServiceAccount and writes it to SINK_OIDC_TOKEN_FILE.
 // - The ApiServerSource reconciler (not run here; the adapter runs as a
-//   process) creates the source's OIDC ServiceAccount, lets the adapter's
-//   ServiceAccount request tokens for it, and sets K_AUDIENCE and
-//   K_OIDC_SERVICE_ACCOUNT on the adapter: adapterOidc below, after
-//   pkg/reconciler/apiserversource (resources/oidc_rolebinding.go,
-//   resources/receive_adapter.go).
+//   process) creates the source's OIDC ServiceAccount, names it in the
+//   source's status.auth, lets the adapter's ServiceAccount request tokens
+//   for it, and sets K_AUDIENCE and K_OIDC_SERVICE_ACCOUNT on the adapter:
+//   sourceIdentities below, after pkg/reconciler/apiserversource
+//   (resources/oidc_rolebinding.go, resources/receive_adapter.go). The
+//   SinkBinding reconciler (not run either) names its OIDC ServiceAccount in
+//   the SinkBinding's status.auth. The shipped EventPolicy resolves its
+//   senders from these.
 
 export interface EventPath {
   ns: string;
@@ -89,24 +92,52 @@ async function triggerIdentities(ns: string, wiring: EventWiring): Promise<Map<s
   return out;
 }
 
-/** What the ApiServerSource reconciler sets up for its adapter with OIDC on; the adapter's environment for it. */
-async function adapterOidc(ns: string, wiring: EventWiring): Promise<Record<string, string>> {
+const SINK_BINDING = 'meridio-2-gateway-controller';
+
+/** What a reconciler reports: its OIDC ServiceAccount in status.auth (the whole status: nothing else writes it here). */
+async function setAuthStatus(ns: string, group: string, plural: string, name: string, serviceAccountName: string): Promise<void> {
+  await adminConfig().makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus({ group, version: 'v1', namespace: ns, plural, name, body: [{ op: 'add', path: '/status', value: { auth: { serviceAccountName } } }] });
+}
+
+/**
+ * What the ApiServerSource and SinkBinding reconcilers set up with OIDC on:
+ * their OIDC ServiceAccounts, named in their status, and the adapter's right
+ * to request tokens of its own; the adapter's environment for it.
+ */
+async function sourceIdentities(ns: string, wiring: EventWiring): Promise<Record<string, string>> {
   const source = wiring.objects.find((o) => o.kind === 'ApiServerSource');
   if (!source || !wiring.brokerAudience) throw new Error('OIDC: no ApiServerSource rendered, or the Broker has no audience');
   const sa = oidcServiceAccountName('sources.knative.dev', 'ApiServerSource', source.metadata.name);
   await mintToken(ns, sa, [wiring.brokerAudience]);
+  await setAuthStatus(ns, 'sources.knative.dev', 'apiserversources', source.metadata.name, sa);
   const rbac = adminConfig().makeApiClient(RbacAuthorizationV1Api);
   const name = childName(source.metadata.name, '-create-oidc-token');
   await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name }, rules: [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: [sa], verbs: ['create'] }] } });
   await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', namespace: ns, name: ADAPTER_SA }] } });
+  const binding = oidcServiceAccountName('sources.knative.dev', 'SinkBinding', SINK_BINDING);
+  await mintToken(ns, binding, [wiring.brokerAudience]);
+  await setAuthStatus(ns, 'sources.knative.dev', 'sinkbindings', SINK_BINDING, binding);
   return { K_AUDIENCE: wiring.brokerAudience, K_OIDC_SERVICE_ACCOUNT: sa };
+}
+
+const BrokerPoliciesSchema = z.object({ status: z.object({ policies: z.array(z.object({ name: z.string() })) }) });
+
+/** Until the Broker applies the shipped EventPolicy (Ready once its senders resolved). */
+async function brokerPolicyApplied(ns: string, wiring: EventWiring): Promise<void> {
+  const policy = wiring.objects.find((o) => o.kind === 'EventPolicy');
+  const broker = wiring.objects.find((o) => o.kind === 'Broker');
+  if (!policy || !broker) throw new Error('OIDC: no EventPolicy or Broker rendered');
+  const api = adminConfig().makeApiClient(CustomObjectsApi);
+  await waitFor(`Broker ${ns}/${broker.metadata.name} applying EventPolicy ${policy.metadata.name}`, async () => {
+    const r = BrokerPoliciesSchema.safeParse(await api.getNamespacedCustomObject({ group: 'eventing.knative.dev', version: 'v1', namespace: ns, plural: 'brokers', name: broker.metadata.name }));
+    return r.success && r.data.status.policies.some((x) => x.name === policy.metadata.name) ? true : undefined;
+  }, { timeoutMs: 60000, intervalMs: 250 });
 }
 
 /** The token the SinkBinding would mount for the function: its OIDC identity's, for the Broker's audience. */
 async function sinkBindingToken(ns: string, wiring: EventWiring): Promise<string> {
-  const binding = 'meridio-2-gateway-controller';
   if (!wiring.brokerAudience) throw new Error('OIDC: the Broker has no audience');
-  const token = await mintToken(ns, oidcServiceAccountName('sources.knative.dev', 'SinkBinding', binding), [wiring.brokerAudience]);
+  const token = await mintToken(ns, oidcServiceAccountName('sources.knative.dev', 'SinkBinding', SINK_BINDING), [wiring.brokerAudience]);
   const dir = mkdtempSync(join(tmpdir(), 'sink-oidc-'));
   const file = join(dir, 'token');
   writeFileSync(file, token);
@@ -125,40 +156,59 @@ export async function startEventPath(plane: EventingPlane, ns: string, dir: stri
   await createClass(cls);
   // Pointed at the function once it listens; a restart gets a port of its own.
   const front = await stableAddress(0);
-  const wiring = await installEventWiring(ns, dir, front.url);
-  const identities = plane.oidc ? await triggerIdentities(ns, wiring) : new Map<string, string>();
-  const fnOptions: StartOptions = {
-    kubeconfig: controller.kubeconfig,
-    namespaces: [ns],
-    // What the SinkBinding injects, the Broker's address, with its
-    // cluster host name resolved to a local listener (cluster-dns-proxy.ts).
-    sink: await plane.proxy.localAddress(wiring.brokerUrl),
-    ...(plane.oidc ? {
-      env: {
-        SENDER_AUTH: 'required',
-        SENDER_AUTH_AUDIENCE: FUNCTION_AUDIENCE,
-        SENDER_AUTH_ALLOWED: [...identities.values()].map((sa) => `${ns}/${sa}`).join(','),
-        SINK_OIDC_TOKEN_FILE: await sinkBindingToken(ns, wiring),
-      },
-    } : {}),
-  };
-  const fn = await startFunctionProcess(fnOptions);
-  front.retarget(fn.port);
-  const path: EventPath = { ns, cls, fn, fnOptions, wiring, front, triggerIdentities: identities };
-  if (opts.adapter !== false) {
-    const env = { ...plane.proxyEnv, ...(plane.oidc ? await adapterOidc(ns, wiring) : {}) };
-    path.adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns), sink: wiring.brokerUrl, namespaces: [ns], resources: await adapterResources(wiring), env });
-    // Nothing is sent for what exists when the adapter starts, and its
-    // watches open asynchronously: touch a probe object until its event
-    // has come through the Broker to the function.
-    await createConfiguration(ns, 'probe', configurationSpec());
-    let n = 0;
-    await waitFor('the adapter → Broker → function path', async () => {
-      await editSpec(GATEWAY_CONFIGURATIONS, ns, 'probe', (s) => ({ ...s, horizontalScaling: { replicas: 1 + (++n % 5), enforceReplicas: true } }));
-      return fn.logs.some((l) => typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/probe')) ? true : undefined;
-    }, { timeoutMs: 60000, intervalMs: 1000 });
+  // Whatever was started is stopped again when starting fails half-way:
+  // nothing else holds it, and an open listener keeps jest from exiting.
+  let started: Pick<EventPath, 'fn' | 'adapter'> | undefined;
+  try {
+    let adapterEnv: Record<string, string> = {};
+    // With OIDC the Broker is Ready only once the shipped EventPolicy is, which
+    // needs the sources' identities.
+    const afterApply = async (w: EventWiring): Promise<void> => {
+      adapterEnv = await sourceIdentities(ns, w);
+    };
+    const wiring = await installEventWiring(ns, dir, front.url, { oidc: plane.oidc, ...(plane.oidc ? { afterApply } : {}) });
+    const identities = plane.oidc ? await triggerIdentities(ns, wiring) : new Map<string, string>();
+    if (plane.oidc) await brokerPolicyApplied(ns, wiring);
+    const fnOptions: StartOptions = {
+      kubeconfig: controller.kubeconfig,
+      namespaces: [ns],
+      // What the SinkBinding injects, the Broker's address, with its
+      // cluster host name resolved to a local listener (cluster-dns-proxy.ts).
+      sink: await plane.proxy.localAddress(wiring.brokerUrl),
+      ...(plane.oidc ? {
+        env: {
+          SENDER_AUTH: 'required',
+          SENDER_AUTH_AUDIENCE: FUNCTION_AUDIENCE,
+          SENDER_AUTH_ALLOWED: [...identities.values()].map((sa) => `${ns}/${sa}`).join(','),
+          SINK_OIDC_TOKEN_FILE: await sinkBindingToken(ns, wiring),
+        },
+      } : {}),
+    };
+    const fn = await startFunctionProcess(fnOptions);
+    started = { fn };
+    front.retarget(fn.port);
+    const path: EventPath = { ns, cls, fn, fnOptions, wiring, front, triggerIdentities: identities };
+    started = path;
+    if (opts.adapter !== false) {
+      const env = { ...plane.proxyEnv, ...adapterEnv };
+      path.adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns), sink: wiring.brokerUrl, namespaces: [ns], resources: await adapterResources(wiring), env });
+      // Nothing is sent for what exists when the adapter starts, and its
+      // watches open asynchronously: touch a probe object until its event
+      // has come through the Broker to the function.
+      await createConfiguration(ns, 'probe', configurationSpec());
+      let n = 0;
+      await waitFor('the adapter → Broker → function path', async () => {
+        await editSpec(GATEWAY_CONFIGURATIONS, ns, 'probe', (s) => ({ ...s, horizontalScaling: { replicas: 1 + (++n % 5), enforceReplicas: true } }));
+        return fn.logs.some((l) => typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/probe')) ? true : undefined;
+      }, { timeoutMs: 60000, intervalMs: 1000 });
+    }
+    return path;
+  } catch (err) {
+    await started?.adapter?.stop();
+    await started?.fn.stop();
+    await front.close();
+    throw err;
   }
-  return path;
 }
 
 /** Stops what startEventPath started; with EVENTING_LOG_DIR set, keeps the function's and the adapter's output there first. */
