@@ -4,7 +4,8 @@
 // adapter, the MT channel-based Broker's ingress and filter, the in-memory
 // channel dispatcher, the PingSource adapter (mtping) and our own
 // `controllers` (tools/knative/controllers: the Broker, Trigger, Subscription,
-// InMemoryChannel and PingSource reconcilers in one process). It also
+// InMemoryChannel, PingSource and EventPolicy reconcilers in one process;
+// cached by its own source, so a change to it rebuilds it alone). It also
 // collects the pinned Knative Serving and Eventing CRDs and the Eventing
 // configuration the data plane reads, caching everything per version under
 // the user's cache directory.
