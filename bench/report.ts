@@ -4,6 +4,7 @@ import type { Summary } from './lib/stats.js';
 import type { P1Variant } from './measures/cold-start.js';
 import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
+import { SENDER_AUTH_VARIANT } from './lib/variants.js';
 
 // Renders the results document as bench/REPORT.md: the targets table first,
 // then every figure with how it was measured.
@@ -49,6 +50,15 @@ export function p1Section(rows: readonly P1Variant[]): string[] {
   for (const v of shippedFirst(rows)) {
     L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
   }
+  const paired = rows.filter((v) => v.pairedDifference);
+  if (paired.length > 0) {
+    L.push('', `Paired with \`${rows[0]?.variant ?? ''}\`, spawn by spawn within each round (median of the differences, and their range):`);
+    for (const v of paired) {
+      const d = v.pairedDifference as NonNullable<P1Variant['pairedDifference']>;
+      const signed = (x: number): string => `${x >= 0 ? '+' : ''}${ms(x)}`;
+      L.push(`- ${v.variant}: spawn → ready ${signed(d.ready.median)} (${signed(d.ready.min)} to ${signed(d.ready.max)}), spawn → first reconcile ${signed(d.firstReconcile.median)} (${signed(d.firstReconcile.min)} to ${signed(d.firstReconcile.max)}), n=${d.ready.n}`);
+    }
+  }
   return L;
 }
 
@@ -60,7 +70,7 @@ export function p5Section(concurrency: number, rows: readonly P5Variant[]): stri
 
 /** Builds only `--explore` measures (bench/explore/builds.ts): their rows go to bench/EXPLORE.md. */
 export function exploratory(r: BenchResults, variant: string): boolean {
-  return variant !== 'shipped' && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
+  return variant !== 'shipped' && variant !== SENDER_AUTH_VARIANT.name && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
 }
 
 /** Whether the run measured anything for bench/EXPLORE.md. */

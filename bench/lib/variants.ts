@@ -12,7 +12,21 @@ import { repoPath } from '../../tools/harness/repo-root.js';
 //   e.g. a patched copy of the function (a .blob is started as a snapshot);
 // - any script build + "-cache": Node's on-disk V8 compile cache
 //   (NODE_COMPILE_CACHE), primed by one run before measuring, the way an image
-//   build step would prime it. A snapshot has no use for it.
+//   build step would prime it. A snapshot has no use for it;
+// - `shipped-sender-auth`: the shipped build with SENDER_AUTH=required, for
+//   P1's cost of sender authentication on the cold path (issue 18).
+
+/**
+ * The shipped build verifying senders. The allowed sender is the measure's
+ * own (P1 sets SENDER_AUTH_ALLOWED and posts with that ServiceAccount's
+ * token); the audience is the one the shipped Triggers name.
+ */
+export const SENDER_AUTH_VARIANT: Variant = {
+  ...SHIPPED_VARIANT,
+  name: 'shipped-sender-auth',
+  env: { ...SHIPPED_VARIANT.env, SENDER_AUTH: 'required', SENDER_AUTH_AUDIENCE: 'serving.knative.dev/service/meridio-2-system/meridio-2-gateway-controller', SENDER_AUTH_ALLOWED: 'set-by/the-measure' },
+  describe: `${SHIPPED_VARIANT.describe}, SENDER_AUTH=required (each first event carries a ServiceAccount token for the function's audience)`,
+};
 
 export interface PreparedVariants {
   variants: Variant[];
@@ -61,6 +75,7 @@ export function prepareVariants(names: readonly string[], sources: VariantSource
   const { custom = {}, customEnv = {}, builds } = sources;
   const base = (name: string): Variant | undefined => {
     if (name === SHIPPED_VARIANT.name) return SHIPPED_VARIANT;
+    if (name === SENDER_AUTH_VARIANT.name) return SENDER_AUTH_VARIANT;
     const entry = custom[name];
     if (entry !== undefined) return customVariant(name, entry, customEnv[name] ?? {});
     return builds?.(name);

@@ -11,6 +11,9 @@ import { summarize, type Summary } from '../lib/stats.js';
 import { compileCacheSize, type PreparedVariants } from '../lib/variants.js';
 import type { DependencyCosts, ImportCost, SnapshotFloor } from '../explore/dependency-costs.js';
 import { cleanEnv, runNode } from '../lib/run-node.js';
+import { serviceAccountToken } from '../../tools/harness/service-account-identity.js';
+
+const BENCH_SENDER = 'bench-sender';
 
 // P1: cold start of the function process, per build variant, spawns
 // interleaved across variants so that machine noise hits all alike.
@@ -34,6 +37,13 @@ export interface P1Variant {
   firstEvent: Summary;
   /** VmRSS right after the first reconcile (MB). */
   rssAfterFirstMb: Summary;
+  /**
+   * This variant minus the first one (the shipped build), spawn by spawn
+   * within each round: on a loaded machine both of a round's spawns see
+   * about the same load, so the median of these differences resolves what
+   * the difference of two medians cannot. Absent for the first variant.
+   */
+  pairedDifference?: { ready: Summary; firstReconcile: Summary };
 }
 
 export interface P1Result {
@@ -52,13 +62,26 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   await createConfiguration(c, ns, 'cfg');
   const total = opts.spawns * variants.length + variants.length;
   await createGateways(c, ns, names('cold', 0, total), ctx.className, 'cfg');
+  // A variant that verifies senders admits one ServiceAccount of this
+  // namespace, and each first event carries its token (minted once, as a
+  // Trigger's identity reuses one token for most of an hour): each spawn
+  // then verifies it cold, the issuer's keys read on that first event.
+  const sender = async (variant: Variant): Promise<{ env: Record<string, string>; authorization: string } | undefined> => {
+    const audience = variant.env.SENDER_AUTH_AUDIENCE;
+    if (variant.env.SENDER_AUTH === undefined || variant.env.SENDER_AUTH === 'off' || audience === undefined) return undefined;
+    const token = await serviceAccountToken(c.admin, ns, BENCH_SENDER, 3600, [audience]);
+    return { env: { SENDER_AUTH_ALLOWED: `${ns}/${BENCH_SENDER}` }, authorization: `Bearer ${token}` };
+  };
+  const senders = new Map<string, Awaited<ReturnType<typeof sender>>>();
+  for (const v of variants) senders.set(v.name, await sender(v));
   let next = 0;
   const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number }> => {
     const name = `cold-${String(next++).padStart(4, '0')}`;
-    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns] });
+    const auth = senders.get(variant.name);
+    const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns], ...(auth ? { env: auth.env } : {}) });
     try {
       const ev = reconcileEvent({ namespace: ns, name });
-      const r = await fn.post(ev);
+      const r = await fn.post(ev, '/', auth ? { authorization: auth.authorization } : {});
       const first = performance.now() - fn.spawnedAt;
       const line = await fn.handled(ev.id);
       if (r.status >= 300) throw new Error(`first reconcile of ${name} (${variant.name}) answered ${r.status}: ${line.outcome} ${String(line.detail ?? '')}`);
@@ -91,7 +114,9 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       samples.set(v.name, acc);
     }
   }
-  const rows: P1Variant[] = variants.map((v) => {
+  const base = samples.get(variants[0]?.name ?? '');
+  const paired = (mine: number[], theirs: number[] | undefined): Summary => summarize(mine.map((x, i) => x - (theirs?.[i] ?? Number.NaN)).filter((d) => !Number.isNaN(d)));
+  const rows: P1Variant[] = variants.map((v, index) => {
     const s = samples.get(v.name) ?? { ready: [], first: [], rss: [] };
     const cacheDir = opts.prepared.cacheDirs[v.name];
     return {
@@ -104,6 +129,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       firstReconcile: summarize(s.first),
       firstEvent: summarize(s.first.map((f, i) => f - (s.ready[i] ?? 0))),
       rssAfterFirstMb: summarize(s.rss),
+      ...(index > 0 ? { pairedDifference: { ready: paired(s.ready, base?.ready), firstReconcile: paired(s.first, base?.first) } } : {}),
     };
   });
 

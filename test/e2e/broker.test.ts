@@ -1,20 +1,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { RECONCILE_TYPE } from '../../events/types.js';
-import { stableAddress, type StableAddress } from '../support/stable-address.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adapterIdentity } from '../support/adapter-identity.js';
-import { BROKER, installEventWiring, type EventWiring } from '../support/broker-install.js';
+import { BROKER } from '../support/broker-install.js';
+import { fanOutThroughBroker as fanOut, useEventPaths, type EventPath as Path, type FanOut } from '../support/event-path.js';
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { adminConfig, useNamespace } from '../support/cluster.js';
-import { startEventing, type EventingPlane } from '../support/eventing.js';
-import { APPLIED, LB_AVAILABLE, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
+import { APPLIED, condition, createConfiguration, createGateway, editSpec, readGateway } from '../support/fixtures.js';
 import { programmedAndApplied as programmedAndAppliedIn } from '../support/fixtures.js';
-import { guessKindToResource, pluralOf } from '../support/install.js';
+import { guessKindToResource } from '../support/install.js';
 import { freezeDeployments } from '../support/policies.js';
-import { startFunctionProcess, type FunctionProcess, type LogLine, type StartOptions } from '../../tools/harness/function-process.js';
-import { startAdapter, type AdapterProcess, type AdapterResource } from '../support/adapter-process.js';
-import { controllerIdentity } from '../support/reconciler.js';
+import { startFunctionProcess, type LogLine } from '../../tools/harness/function-process.js';
 
 // The whole event path with the real Knative Eventing data plane, every part
 // a real process: kube-apiserver → the ApiServerSource receive adapter →
@@ -32,36 +28,6 @@ const OVERLAYS = 'test/e2e/overlays';
 const ADD = 'dev.knative.apiserver.resource.add';
 /** The adapter names the resource in `subject` by Knative's plural guess ("gatewaies"). */
 const gatewaySubject = (ns: string, name: string): string => `/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/${guessKindToResource('Gateway')}/${name}`;
-
-interface Path {
-  ns: string;
-  cls: string;
-  fn: FunctionProcess;
-  fnOptions: StartOptions;
-  wiring: EventWiring;
-  adapter?: AdapterProcess;
-  /** The function's address as the Triggers know it (a Service in front of its Pod). */
-  front: StableAddress;
-}
-
-/**
- * The receive adapter's resources, from the applied ApiServerSource. Knative
- * Eventing v1.23 guesses resource names from kinds and gets Gateway wrong
- * (docs/operations.md); the names here come from discovery, which is what the
- * shipped gateway-watch component restores for Gateways.
- */
-async function adapterResources(wiring: EventWiring): Promise<AdapterResource[]> {
-  const src = wiring.objects.find((o) => o.kind === 'ApiServerSource');
-  const resources = (src?.spec as { resources?: Array<{ apiVersion: string; kind: string; selector?: { matchLabels?: Record<string, string> } }> } | undefined)?.resources;
-  if (!resources) throw new Error('no ApiServerSource resources rendered');
-  const out: AdapterResource[] = [];
-  for (const r of resources) {
-    const [group, version] = r.apiVersion.includes('/') ? (r.apiVersion.split('/') as [string, string]) : ['', r.apiVersion];
-    const labels = Object.entries(r.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
-    out.push({ group, version, resource: await pluralOf(r.apiVersion, r.kind), ...(labels ? { selector: labels } : {}) });
-  }
-  return out;
-}
 
 interface SeenCondition { type: string; status: string; reason?: string; message?: string }
 
@@ -82,70 +48,12 @@ async function watchApplied(ns: string, name: string): Promise<{ seen: SeenCondi
 
 describe('the real Knative Eventing Broker in the event path', () => {
   const ns = useNamespace('brk');
-  let plane: EventingPlane | undefined;
-  let path: Path | undefined;
-
-  beforeAll(async () => {
-    plane = await startEventing();
-  }, 30 * 60 * 1000);
-
-  afterAll(async () => {
-    await plane?.stop();
-  }, 120000);
-
-  afterEach(async () => {
-    if (process.env.EVENTING_LOG_DIR && path) {
-      const { writeFileSync } = await import('node:fs');
-      writeFileSync(`${process.env.EVENTING_LOG_DIR}/function-${path.ns}.jsonl`, path.fn.logs.map((l) => JSON.stringify(l)).join('\n'));
-      writeFileSync(`${process.env.EVENTING_LOG_DIR}/adapter-${path.ns}.log`, path.adapter?.output() ?? '');
-    }
-    await path?.adapter?.stop();
-    await path?.fn.stop();
-    await path?.front.close();
-    path = undefined;
-  });
-
-  const p = (): Path => {
-    if (!path) throw new Error('no event path');
-    return path;
-  };
-  const eventing = (): EventingPlane => {
-    if (!plane) throw new Error('no data plane');
-    return plane;
-  };
+  const paths = useEventPaths();
+  const p = paths.current;
+  const eventing = paths.eventing;
 
   /** The function (K_SINK = the Broker) and the shipped wiring from `dir`; the source adapter unless `adapter: false`. */
-  async function startPath(dir: string, opts: { adapter?: boolean } = {}): Promise<Path> {
-    const controller = await controllerIdentity(ns());
-    const cls = `meridio-${ns()}`;
-    await createClass(cls);
-    // Pointed at the function once it listens; a restart gets a port of its own.
-    const front = await stableAddress(0);
-    const wiring = await installEventWiring(ns(), dir, front.url);
-    const fnOptions: StartOptions = {
-      kubeconfig: controller.kubeconfig,
-      namespaces: [ns()],
-      // What the SinkBinding injects, the Broker's address, with its
-      // cluster host name resolved to a local listener (cluster-dns-proxy.ts).
-      sink: await eventing().proxy.localAddress(wiring.brokerUrl),
-    };
-    const fn = await startFunctionProcess(fnOptions);
-    front.retarget(fn.port);
-    path = { ns: ns(), cls, fn, fnOptions, wiring, front };
-    if (opts.adapter !== false) {
-      path.adapter = await startAdapter({ kubeconfig: await adapterIdentity(ns()), sink: wiring.brokerUrl, namespaces: [ns()], resources: await adapterResources(wiring), env: eventing().proxyEnv });
-      // Nothing is sent for what exists when the adapter starts, and its
-      // watches open asynchronously: touch a probe object until its event
-      // has come through the Broker to the function.
-      await createConfiguration(ns(), 'probe', configurationSpec());
-      let n = 0;
-      await waitFor('the adapter → Broker → function path', async () => {
-        await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'probe', (s) => ({ ...s, horizontalScaling: { replicas: 1 + (++n % 5), enforceReplicas: true } }));
-        return fn.logs.some((l) => typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/probe')) ? true : undefined;
-      }, { timeoutMs: 60000, intervalMs: 1000 });
-    }
-    return path;
-  }
+  const startPath = (dir: string, opts: { adapter?: boolean } = {}): Promise<Path> => paths.start(ns(), dir, opts);
 
   const programmedAndApplied = (gw: string, generation?: string): (() => Promise<true | undefined>) => programmedAndAppliedIn(ns(), gw, generation);
 
@@ -153,48 +61,7 @@ describe('the real Knative Eventing Broker in the event path', () => {
   const ingressRequests = () => eventing().proxy.requests.filter((r) => r.host.startsWith('broker-ingress.') && r.path === `/${ns()}/${BROKER}`);
   const filterRequests = (trigger: string) => eventing().proxy.requests.filter((r) => r.host.startsWith('broker-filter.') && r.path.startsWith(`/triggers/${ns()}/${trigger}/`));
 
-  /**
-   * One GatewayConfiguration shared by 3 Gateways, edited once: the dispatch
-   * fans out 3 reconcile events to the Broker, the reconcile Trigger
-   * delivers each, and all 3 are re-applied. Throws when any step is not
-   * seen within `timeoutMs`.
-   */
-  async function fanOutThroughBroker(timeoutMs: number): Promise<void> {
-    const { fn } = p();
-    await createConfiguration(ns(), 'shared');
-    for (const g of ['a', 'b', 'c']) await createGateway(ns(), g, p().cls, 'shared');
-    for (const g of ['a', 'b', 'c']) await waitFor(`${g} applied`, programmedAndApplied(g, '1'), { timeoutMs: 60000 });
-    // The configuration event fans out only the Gateways still behind it
-    // (docs/design.md §11): a reconcile that some other event starts after
-    // the edit (the deployment controller's status writes of the new
-    // Deployments, our own status writes, still travelling through the
-    // Broker) would apply it first. So wait until those writes are over (the
-    // function has reported each Deployment's status; no Nodes here, so none
-    // becomes available) and their events have drained.
-    for (const g of ['a', 'b', 'c']) {
-      await waitFor(`${g}'s Deployment status reported`, async () => (condition(await readGateway(ns(), g), LB_AVAILABLE)?.status === 'False' ? true : undefined), { timeoutMs: 60000 });
-    }
-    await fn.quiet(2000);
-    const mark = fn.logs.length;
-    const proxyMark = eventing().proxy.requests.length;
-    await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'shared', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
-    const fanned = await waitFor('the dispatch log line', () => fn.logs.slice(mark).find((l) => l.outcome === 'fanned-out' && typeof l.subject === 'string' && l.subject.endsWith('/gatewayconfigurations/shared')), { timeoutMs });
-    expect(fanned.gateways).toBe(3);
-    // The Broker ingress accepted 3 reconcile events from the function...
-    const posted = await waitFor('3 reconcile events at the Broker ingress', () => {
-      const r = eventing().proxy.requests.slice(proxyMark).filter((x) => x.host.startsWith('broker-ingress.') && x.ceType === RECONCILE_TYPE && x.status === 202);
-      return r.length >= 3 ? r : undefined;
-    }, { timeoutMs });
-    const ids = new Set(posted.map((r) => r.ceId));
-    expect(ids.size).toBe(3);
-    // ...and the reconcile Trigger delivered each of them to the function.
-    await waitFor('each reconcile event handled by the function, through the reconcile Trigger', () => {
-      const seen = new Set(fn.logs.slice(mark).filter((l) => handled(l) && l.type === RECONCILE_TYPE && ids.has(l.eventId ?? '')).map((l) => l.gateway));
-      return seen.size === 3 ? true : undefined;
-    }, { timeoutMs });
-    expect(new Set(filterRequests('meridio-2-reconcile').filter((r) => ids.has(r.ceId)).map((r) => r.ceId)).size).toBe(3);
-    for (const g of ['a', 'b', 'c']) await waitFor(`${g} re-applied`, programmedAndApplied(g, '2'), { timeoutMs });
-  }
+  const fanOutThroughBroker = (timeoutMs: number): Promise<FanOut> => fanOut(eventing(), p(), timeoutMs);
 
   it('create a Gateway: adapter → Broker ingress → channel → filter → Trigger → function; Programmed and Applied', async () => {
     const { fn } = await startPath(SHIPPED);

@@ -19,7 +19,9 @@ import { buildInstall, parseManifests, serverSideApply, type Manifest } from './
 
 export const BROKER = 'meridio-2-gateway-events';
 export const SERVICE = 'meridio-2-gateway-controller';
-const KINDS = new Set(['Broker', 'Trigger', 'ApiServerSource', 'PingSource', 'Service']);
+const KINDS = new Set(['Broker', 'Trigger', 'ApiServerSource', 'PingSource', 'Service', 'EventPolicy', 'SinkBinding']);
+/** Applied only with Eventing's OIDC on: without it an EventPolicy is never Ready, and with it the Broker is not either. */
+const OIDC_ONLY = new Set(['EventPolicy', 'SinkBinding']);
 const BROKER_CLASS_ANNOTATION = 'eventing.knative.dev/broker.class';
 const BROKER_LABEL = 'eventing.knative.dev/broker';
 
@@ -27,6 +29,7 @@ type Obj = Record<string, unknown> & { apiVersion: string; kind: string; metadat
 
 interface Ref { namespace?: string }
 interface Destination { ref?: Ref }
+interface PolicyFrom { ref?: Ref }
 interface Delivery { deadLetterSink?: Destination }
 
 function defaultDestination(d: Destination | undefined, ns: string): void {
@@ -45,6 +48,8 @@ function defaultDestination(d: Destination | undefined, ns: string): void {
  * - Trigger: the `eventing.knative.dev/broker` label (the filter and the
  *   Broker reconciler select Triggers by it), and the namespaces of the
  *   subscriber and dead-letter sink refs.
+ * - EventPolicy: the namespace of each `from` ref (the policy's own;
+ *   eventpolicy_defaults.go in pkg/apis/eventing/v1alpha1).
  * ApiServerSource and PingSource need none (PingSource's only default is a
  * schedule, which ours has; its reconciler defaults the sink namespace
  * itself). The Knative Service's defaults belong to Serving, which is not
@@ -55,7 +60,7 @@ function defaultDestination(d: Destination | undefined, ns: string): void {
  */
 export function applyWebhookDefaults(obj: Obj, ns: string): Obj {
   const o = structuredClone(obj);
-  const spec = (o.spec ?? {}) as Record<string, unknown> & { delivery?: Delivery; subscriber?: Destination; broker?: string; config?: unknown };
+  const spec = (o.spec ?? {}) as Record<string, unknown> & { delivery?: Delivery; subscriber?: Destination; broker?: string; config?: unknown; from?: PolicyFrom[] };
   if (o.kind === 'Broker') {
     o.metadata.annotations = { [BROKER_CLASS_ANNOTATION]: 'MTChannelBasedBroker', ...o.metadata.annotations };
     spec.config ??= { apiVersion: 'v1', kind: 'ConfigMap', name: 'config-br-default-channel', namespace: 'knative-eventing' };
@@ -66,6 +71,7 @@ export function applyWebhookDefaults(obj: Obj, ns: string): Obj {
     defaultDestination(spec.subscriber, ns);
     defaultDestination(spec.delivery?.deadLetterSink, ns);
   }
+  if (o.kind === 'EventPolicy') for (const from of spec.from ?? []) defaultDestination(from, ns);
   o.spec = spec;
   return o;
 }
@@ -82,23 +88,26 @@ async function apply(obj: Obj): Promise<void> {
   if (r.status >= 300) throw new Error(`apply ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
 }
 
-const AddressedSchema = z.object({ status: z.object({ address: z.object({ url: z.string().url() }) }) });
+const AddressedSchema = z.object({ status: z.object({ address: z.object({ url: z.string().url(), audience: z.string().optional() }) }) });
 const SubscriberSchema = z.object({ status: z.object({ subscriberUri: z.string().url() }) });
 
 export interface EventWiring {
   objects: Obj[];
   /** The Broker's status.address.url: what a SinkBinding injects as K_SINK. */
   brokerUrl: string;
+  /** The Broker's status.address.audience: set only with Eventing's OIDC on. */
+  brokerAudience?: string;
 }
 
 /**
  * Applies the Knative Service (with its status address pointing at the
  * function process, as Serving would point it at the Revision), then the
- * Broker, Triggers, ApiServerSource and PingSource from `dir`, and waits until
+ * Broker, Triggers, ApiServerSource and PingSource from `dir` (with `oidc`,
+ * the EventPolicy and the SinkBinding too), and waits until
  * the Broker has an address and every Trigger a subscriber URI.
  */
-export async function installEventWiring(ns: string, dir: string, functionUrl: string): Promise<EventWiring> {
-  const rendered = await renderEventWiring(dir);
+export async function installEventWiring(ns: string, dir: string, functionUrl: string, opts: { oidc?: boolean; afterApply?: (wiring: EventWiring) => Promise<void> } = {}): Promise<EventWiring> {
+  const rendered = (await renderEventWiring(dir)).filter((o) => opts.oidc || !OIDC_ONLY.has(o.kind));
   const objects = rendered.map((o) => applyWebhookDefaults({ ...o, metadata: { ...o.metadata, namespace: ns } }, ns));
   const service = objects.find((o) => o.kind === 'Service');
   if (!service) throw new Error(`no Knative Service rendered from ${dir}`);
@@ -109,22 +118,27 @@ export async function installEventWiring(ns: string, dir: string, functionUrl: s
   const api = adminConfig().makeApiClient(CustomObjectsApi);
   const broker = objects.find((o) => o.kind === 'Broker');
   if (!broker) throw new Error(`no Broker rendered from ${dir}`);
-  const brokerUrl = await waitFor(`Broker ${ns}/${broker.metadata.name} status.address`, async () => {
+  const brokerAddress = await waitFor(`Broker ${ns}/${broker.metadata.name} status.address`, async () => {
     const b = await api.getNamespacedCustomObject({ group: 'eventing.knative.dev', version: 'v1', namespace: ns, plural: 'brokers', name: broker.metadata.name });
     const r = AddressedSchema.safeParse(b);
-    return r.success ? r.data.status.address.url : undefined;
+    return r.success ? r.data.status.address : undefined;
   }, { timeoutMs: 90000, intervalMs: 250 });
   // The sources once their sink has an address: a PingSource reconciled
   // before that stays SinkNotFound here (seen with these reconcilers: the
   // Broker's later address did not bring it back).
   for (const o of objects.filter(isSource)) await apply(o);
+  const wiring: EventWiring = { objects, brokerUrl: brokerAddress.url, ...(brokerAddress.audience ? { brokerAudience: brokerAddress.audience } : {}) };
+  // What reconcilers not run here would report for the applied objects
+  // (with OIDC, the sources' identities): the Broker, and so its Triggers,
+  // may wait for it.
+  await opts.afterApply?.(wiring);
   for (const t of objects.filter((o) => o.kind === 'Trigger')) {
     await waitFor(`Trigger ${ns}/${t.metadata.name} status.subscriberUri`, async () => {
       const live = await api.getNamespacedCustomObject({ group: 'eventing.knative.dev', version: 'v1', namespace: ns, plural: 'triggers', name: t.metadata.name });
       return SubscriberSchema.safeParse(live).success ? true : undefined;
     }, { timeoutMs: 90000, intervalMs: 250 });
   }
-  return { objects, brokerUrl };
+  return wiring;
 }
 
 /** What Knative Serving reports for a ready Service: its address (here, the function process). */

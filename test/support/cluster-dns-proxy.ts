@@ -1,4 +1,5 @@
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
 
 // Knative addresses are cluster DNS names (broker-ingress.knative-eventing.
 // svc.cluster.local, <channel>-kn-channel.<ns>.svc.cluster.local, ...), which
@@ -15,6 +16,12 @@ import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, 
 //
 // It also records every request it forwards: which hop of the Broker an
 // event took (ingress, channel, filter) and what that hop answered.
+//
+// HTTPS names (`tunnels`) are served by CONNECT, the way Go clients reach an
+// https URL through $HTTPS_PROXY: the bytes go through untouched, so TLS is
+// between the client and the real server, whose certificate must name the
+// host. Knative Eventing's token verifiers read the API server's OIDC
+// discovery at https://kubernetes.default.svc this way.
 
 export interface ProxiedRequest {
   at: number;
@@ -24,7 +31,7 @@ export interface ProxiedRequest {
   ceId?: string;
   ceType?: string;
   ceSubject?: string;
-  /** The answer's status; 0 while the request is in flight. */
+  /** The answer's status; 0 while the request is in flight. For a tunnel (path `CONNECT`), 200 once it is open. */
   status: number;
 }
 
@@ -36,10 +43,11 @@ export interface ClusterDnsProxy {
   close(): Promise<void>;
 }
 
-/** Host name → loopback port; `fallback` serves any other `*.svc.cluster.local` name. */
+/** Host name → loopback port; `fallback` serves any other `*.svc.cluster.local` name; `tunnels`: `host:port` → loopback port, for CONNECT. */
 export interface Routes {
   hosts: Record<string, number>;
   fallback?: number;
+  tunnels?: Record<string, number>;
 }
 
 const CLUSTER_SUFFIX = '.svc.cluster.local';
@@ -87,6 +95,8 @@ export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsPr
     req.pipe(upstream);
   };
   const servers: Server[] = [];
+  // Tunnelled sockets are no longer the server's: closeAllConnections does not see them.
+  const tunnels = new Set<Socket>();
   const proxy = createServer((req, res) => {
     let target: URL;
     try {
@@ -96,6 +106,42 @@ export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsPr
       return;
     }
     forward(req, res, target.hostname, `${target.pathname}${target.search}`);
+  });
+  proxy.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    const target = req.url ?? '';
+    const port = routes.tunnels?.[target];
+    const record: ProxiedRequest = { at: Date.now(), host: target, path: 'CONNECT', status: 0 };
+    requests.push(record);
+    if (port === undefined) {
+      record.status = 502;
+      client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nno tunnel for ${target}`);
+      return;
+    }
+    const upstream = connect({ host: '127.0.0.1', port }, () => {
+      record.status = 200;
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    tunnels.add(upstream);
+    tunnels.add(client);
+    const close = (): void => {
+      upstream.destroy();
+      client.destroy();
+      tunnels.delete(upstream);
+      tunnels.delete(client);
+    };
+    upstream.on('error', () => {
+      if (record.status === 0) {
+        record.status = 502;
+        client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+      }
+      close();
+    });
+    upstream.on('close', close);
+    client.on('error', close);
+    client.on('close', close);
   });
   servers.push(proxy);
   const port = await listen(proxy);
@@ -115,6 +161,7 @@ export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsPr
       return `http://127.0.0.1:${await alias}${u.pathname}${u.search}`;
     },
     close: async () => {
+      for (const socket of tunnels) socket.destroy();
       await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());

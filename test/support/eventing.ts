@@ -25,6 +25,15 @@ import { ensureKnativeCrds, parseManifests, serverSideApply, type Manifest } fro
 // Kubernetes would provide in a cluster is stood in for by objects the
 // reconcilers read (Deployments, Services, EndpointSlices) and by a forward
 // proxy for cluster DNS names (cluster-dns-proxy.ts).
+//
+// With `oidc: true`, Eventing's authentication-oidc feature is on
+// (config-features): every sender presents a token minted for its receiver,
+// and the ingress, the channel and the filter verify tokens against the API
+// server's OIDC discovery at its default address, https://kubernetes.default.svc.
+// In a cluster that name is the API server's Service; here the proxy tunnels
+// it (CONNECT) to the test API server, whose serving certificate names it,
+// and the verifiers trust it through the kubeconfig's CA, as a Pod would
+// through its mounted service-account CA.
 
 export const SYSTEM_NAMESPACE = 'knative-eventing';
 const INGRESS_HOST = `broker-ingress.${SYSTEM_NAMESPACE}.svc.cluster.local`;
@@ -33,6 +42,8 @@ const FILTER_HOST = `broker-filter.${SYSTEM_NAMESPACE}.svc.cluster.local`;
 const DISPATCHER_PORTS = [8080, 8443];
 /** Any non-loopback address: the API server refuses loopback endpoints, and only readiness is read. */
 const PLACEHOLDER_ENDPOINT = '10.255.0.1';
+/** Eventing's default `oidc-discovery-base-url`: the API server's in-cluster name. */
+const API_SERVER_HOST = 'kubernetes.default.svc:443';
 
 export interface EventingPlane {
   assets: KnativeAssets;
@@ -43,6 +54,8 @@ export interface EventingPlane {
   controllers: GoProcess;
   /** Environment for Go clients that must reach cluster DNS names. */
   proxyEnv: Record<string, string>;
+  /** Whether Eventing's authentication-oidc feature is on. */
+  oidc: boolean;
   /** The PingSource adapter; one at a time. */
   startPing(): Promise<GoProcess>;
   stop(): Promise<void>;
@@ -129,7 +142,7 @@ async function apply(m: Manifest): Promise<void> {
  * Deployments, Services and EndpointSlices would report in a cluster.
  * Idempotent: every test file may call it on the shared control plane.
  */
-async function installEventingObjects(assets: KnativeAssets): Promise<void> {
+async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boolean }): Promise<void> {
   await ensureKnativeCrds();
   for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await apply(m);
   await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
@@ -138,15 +151,23 @@ async function installEventingObjects(assets: KnativeAssets): Promise<void> {
     for (const m of manifestsOf(join(configs, f))) {
       // The filter logs each event it receives at debug level: the test
       // reads that line. The rest of config-logging stays as shipped.
+      const data = (m.object as { data?: Record<string, string> }).data ?? {};
       if (m.object.metadata.name === 'config-logging') {
-        const data = (m.object as { data?: Record<string, string> }).data ?? {};
         await apply(objectManifest({ ...m.object, data: { ...data, 'loglevel.mt_broker_filter': 'debug' } }));
+      } else if (m.object.metadata.name === 'config-features') {
+        // Always written, so that a run without OIDC after one with it
+        // (the control plane is shared by every test file) has it off again.
+        await apply(objectManifest({ ...m.object, data: { ...data, 'authentication-oidc': opts.oidc ? 'enabled' : 'disabled' } }));
       } else {
         await apply(m);
       }
     }
   }
   for (const m of manifestsOf(join(assets.eventingConfig, 'channels', 'in-memory-channel', 'configmaps', 'event-dispatcher.yaml'))) await apply(m);
+  // The broker ingress sends to the Broker's channel as this ServiceAccount
+  // when OIDC is on (the channel's EventPolicy, made by the Broker
+  // reconciler, admits only it).
+  for (const m of manifestsOf(join(assets.eventingConfig, 'brokers', 'mt-channel-broker', 'roles', 'ingress-serviceaccount-oidc.yaml'))) await apply(m);
 
   // The IMC reconciler marks channels ready only when the dispatcher
   // Deployment is Available; with replicas 0, kube-controller-manager says so.
@@ -235,7 +256,8 @@ function goEnv(extra: Record<string, string>): Record<string, string> {
  * Starts the data plane; `stop()` stops every process it started, also when
  * starting failed half-way (the caller's afterAll calls it).
  */
-export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Promise<EventingPlane> {
+export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boolean } = {}): Promise<EventingPlane> {
+  const oidc = opts.oidc ?? false;
   const assets = await ensureKnativeAssets();
   const info = clusterInfo();
   // In argv, so the control plane's leftover check (processes naming the
@@ -260,7 +282,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
     }
   };
   try {
-    await installEventingObjects(assets);
+    await installEventingObjects(assets, { oidc });
     release = await takeDispatcherLock(opts.lockTimeoutMs ?? 20 * 60 * 1000);
     // The dispatcher only logs a failed bind and carries on, dead. Other
     // Knative adapters (the ApiServerSource adapter of another test run, say)
@@ -270,8 +292,9 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
     }
     const ingressPort = await freePort();
     const filterPort = await freePort();
-    proxy = await startClusterDnsProxy({ hosts: { [INGRESS_HOST]: ingressPort, [FILTER_HOST]: filterPort }, fallback: DISPATCHER_PORTS[0] });
-    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url };
+    const apiServerPort = Number(new URL(info.server).port);
+    proxy = await startClusterDnsProxy({ hosts: { [INGRESS_HOST]: ingressPort, [FILTER_HOST]: filterPort }, fallback: DISPATCHER_PORTS[0], tunnels: { [API_SERVER_HOST]: apiServerPort } });
+    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url, ...(oidc ? { HTTPS_PROXY: proxy.url, https_proxy: proxy.url } : {}) };
     const spawnGo = (name: string, bin: string, env: Record<string, string>, args: string[] = []): GoProcess => {
       const p = startGoProcess(name, bin, [kubeconfigArg, ...args], goEnv({ CONTAINER_NAME: name, ...proxyEnv, ...env }));
       started.push(p);
@@ -304,6 +327,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
       dispatcher,
       controllers,
       proxyEnv,
+      oidc,
       startPing: async () => {
         if (ping?.alive()) throw new Error('the PingSource adapter is already running');
         ping = startGoProcess('pingsource-mt-adapter', assets.eventing.mtping, [kubeconfigArg], goEnv({

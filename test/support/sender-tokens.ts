@@ -1,5 +1,5 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
-import { ApiException, CoreV1Api } from '@kubernetes/client-node';
+import { serviceAccountToken } from '../../tools/harness/service-account-identity.js';
 import { adminConfig } from './cluster.js';
 
 // Senders' tokens for sender-authentication tests: real ServiceAccount tokens
@@ -9,17 +9,9 @@ import { adminConfig } from './cluster.js';
 /** The audience the shipped Triggers name for the function (infra/knative/triggers.yaml). */
 export const FUNCTION_AUDIENCE = 'serving.knative.dev/service/meridio-2-system/meridio-2-gateway-controller';
 
-/** A token of namespace/name for the audiences (none: the API server's own). */
-export async function mintToken(namespace: string, name: string, audiences: string[]): Promise<string> {
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  try {
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  } catch (err) {
-    if (!(err instanceof ApiException && err.code === 409)) throw err;
-  }
-  const r = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences, expirationSeconds: 3600 } } });
-  if (!r.status?.token) throw new Error(`no token issued for ${namespace}/${name}`);
-  return r.status.token;
+/** A token of namespace/name for the audiences (none: the API server's own); the ServiceAccount is created when missing. */
+export function mintToken(namespace: string, name: string, audiences: string[]): Promise<string> {
+  return serviceAccountToken(adminConfig(), namespace, name, 3600, audiences);
 }
 
 /** The same claims and kid as a real token, signed by a key the API server never had. */

@@ -21,9 +21,9 @@ export interface EventMessage {
 export type EventMode = 'binary' | 'structured';
 
 /** One POST of `event` (or a prepared message) to `url`; the response, its body not yet read. */
-export function sendEvent(url: string, event: CloudEvent<unknown> | EventMessage, opts: { mode?: EventMode; signal?: AbortSignal } = {}): Promise<Response> {
+export function sendEvent(url: string, event: CloudEvent<unknown> | EventMessage, opts: { mode?: EventMode; signal?: AbortSignal; authorization?: string } = {}): Promise<Response> {
   const message = 'specversion' in event ? (opts.mode === 'structured' ? HTTP.structured(event) : HTTP.binary(event)) : event;
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = opts.authorization ? { authorization: opts.authorization } : {};
   for (const [k, v] of Object.entries(message.headers)) headers[k] = String(v);
   const body = typeof message.body === 'string' || message.body === undefined ? message.body : JSON.stringify(message.body);
   return fetch(url, { method: 'POST', headers, ...(body !== undefined ? { body } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });

@@ -33,11 +33,11 @@ function ignoring(code: number): (err: unknown) => void {
   };
 }
 
-/** Creates the ServiceAccount if it is missing and asks the API server for a token of it. */
-export async function serviceAccountToken(admin: KubeConfig, namespace: string, name: string, seconds = 3600): Promise<string> {
+/** Creates the ServiceAccount if it is missing and asks the API server for a token of it (for `audiences`; none: the API server's own). */
+export async function serviceAccountToken(admin: KubeConfig, namespace: string, name: string, seconds = 3600, audiences: string[] = []): Promise<string> {
   const core = admin.makeApiClient(CoreV1Api);
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(ignoring(409));
-  const issued = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: seconds } } });
+  const issued = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences, expirationSeconds: seconds } } });
   const token = issued.status?.token;
   if (!token) throw new Error(`the API server issued no token for ${namespace}/${name}`);
   return token;

@@ -9,7 +9,11 @@
 //   - InMemoryChannel (from cmd/in_memory/channel_controller): the channel's
 //     address and dispatcher readiness;
 //   - PingSource (from cmd/controller): the PingSource sink URI and readiness,
-//     which the cmd/mtping adapter reads.
+//     which the cmd/mtping adapter reads;
+//   - EventPolicy (from cmd/controller): with authentication-oidc enabled, an
+//     EventPolicy's subjects and readiness. The Broker reconciler makes one
+//     for the Broker's channel (only the broker ingress may post to it); the
+//     channel applies it only once it is Ready.
 //
 // Upstream spreads these over three binaries, each also running webhooks and
 // dozens of reconcilers the tests do not use; one process starts faster and
@@ -23,6 +27,7 @@ import (
 
 	"knative.dev/eventing/pkg/auth"
 	"knative.dev/eventing/pkg/reconciler/broker"
+	"knative.dev/eventing/pkg/reconciler/eventpolicy"
 	mttrigger "knative.dev/eventing/pkg/reconciler/broker/trigger"
 	imc "knative.dev/eventing/pkg/reconciler/inmemorychannel/controller"
 	"knative.dev/eventing/pkg/reconciler/pingsource"
@@ -33,7 +38,7 @@ func main() {
 	ctx := signals.NewContext()
 	// The Trigger, Subscription and PingSource reconcilers read the OIDC
 	// service accounts through a filtered informer that must be registered
-	// up front (OIDC itself stays off, as config-features ships it).
+	// up front (whether OIDC is on or off, as config-features says).
 	ctx = filteredFactory.WithSelectors(ctx, auth.OIDCLabelSelector)
 	// The probe server wants :8080, which the in-memory channel dispatcher
 	// binds unconditionally; nothing probes this process anyway.
@@ -44,5 +49,6 @@ func main() {
 		subscription.NewController,
 		imc.NewController,
 		pingsource.NewController,
+		eventpolicy.NewController,
 	)
 }
