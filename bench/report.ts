@@ -148,9 +148,16 @@ export function targets(r: BenchResults): TargetRow[] {
     rows.push({
       figure: 'P6 d drifted among n',
       target: 'exactly d reconcile requests',
-      measured: sizes.map((s) => `n=${s.n}: d=${s.drift.d} → ${s.drift.fannedOut}; all drifted: ${s.allDrifted.fannedOut}`).join('; '),
-      met: sizes.every((s) => s.drift.exact && s.allDrifted.fannedOut === s.n),
+      measured: sizes.map((s) => `n=${s.n}: d=${s.drift.d} → ${s.drift.fannedOut}`).join('; '),
+      met: sizes.every((s) => s.drift.exact),
       note: sizes.map((s) => `n=${s.n}: ${ms(s.drift.ms)}`).join(', '),
+    });
+    rows.push({
+      figure: 'P6 every Gateway drifted',
+      target: 'answered 2xx inside timeoutSeconds (60 s), no redelivery',
+      measured: sizes.map((s) => `n=${s.n}: ${s.allDrifted.status} in ${ms(s.allDrifted.ms)}, ${s.allDrifted.fannedOut} of ${s.n} handed over (${s.allDrifted.outcome})`).join('; '),
+      met: sizes.every((s) => s.allDrifted.status < 300 && s.allDrifted.ms < 60_000),
+      note: 'a pass whose time runs out hands over what it can and leaves the rest to the next pass (docs/design.md §11)',
     });
   }
   return rows;
@@ -276,7 +283,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
     L.push('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const s of r.p6.sizes) {
       if (s.before) L.push(`| ${s.n} | before (${s.before.variant}) | ${ms(s.before.ms)}, answered ${s.before.status} (${s.before.outcome}) | ${s.before.counts.total} | ${s.before.counts.writes} | ${mb(s.before.peakMb)} | – | – | – | – | – |`);
-      L.push(`| ${s.n} | after | ${sumMs(s.ms)} | ${s.inSync.counts.total} (allowed ${s.requestAllowance}): ${verbs(s.inSync.counts)} | ${s.inSync.counts.writes} | ${mb(s.peakMb)} | ${s.drift.d} → ${s.drift.fannedOut}${s.drift.exact ? ' (exactly the edited ones)' : ' (NOT the edited ones)'} | ${ms(s.drift.ms)} | ${s.allDrifted.fannedOut} | ${ms(s.allDrifted.ms)} | ${mb(s.allDrifted.peakMb)} |`);
+      L.push(`| ${s.n} | after | ${sumMs(s.ms)} | ${s.inSync.counts.total} (allowed ${s.requestAllowance}): ${verbs(s.inSync.counts)} | ${s.inSync.counts.writes} | ${mb(s.peakMb)} | ${s.drift.d} → ${s.drift.fannedOut}${s.drift.exact ? ' (exactly the edited ones)' : ' (NOT the edited ones)'} | ${ms(s.drift.ms)} | ${s.allDrifted.fannedOut}${s.allDrifted.fannedOut === s.n ? '' : `, answered ${s.allDrifted.status} (${s.allDrifted.outcome})`} | ${ms(s.allDrifted.ms)} | ${mb(s.allDrifted.peakMb)} |`);
     }
     L.push('');
     L.push(`Planned per pass (the function's log line): ${r.p6.sizes.map((s) => `n=${s.n}: ${s.inSync.planned ?? '?'} Gateways, ${s.inSync.requests ?? '?'} requests counted by the function`).join('; ')}.`);
