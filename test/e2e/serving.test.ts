@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
@@ -9,7 +9,7 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
 import { startAdapter, type AdapterProcess, type AdapterResource } from '../support/adapter-process.js';
-import { installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
+import { BROKER, installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
 import { adminConfig, createNamespace, useClusterInfo } from '../support/cluster.js';
 import type { ProxiedRequest } from '../support/cluster-dns-proxy.js';
 import { PING_TYPE } from '../../events/types.js';
@@ -68,6 +68,7 @@ describe('scale to zero with the real Knative Serving', () => {
   let ns = '';
   let cls = '';
   let controllerUser = '';
+  const scratch = mkdtempSync(join(tmpdir(), 'meridio2-serving-test-'));
 
   const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjectsApi);
   const plane = (): ServingPlane => {
@@ -99,18 +100,24 @@ describe('scale to zero with the real Knative Serving', () => {
       // credentials (here a kubeconfig through the Pod network's relay to
       // the API server) and K_SINK, the SinkBinding's injection.
       functionEnv: async ({ apiServer }) => {
-        const kubeconfig = join(mkdtempSync(join(tmpdir(), 'meridio2-fn-')), 'kubeconfig');
-        writeFileSync(kubeconfig, readFileSync(controller.kubeconfig, 'utf8').replace(/server: https:\/\/127\.0\.0\.1:\d+/, `server: https://${apiServer.host}:${apiServer.port}`));
-        return { KUBECONFIG: kubeconfig, K_SINK: brokerAlias.url, LOG_LEVEL: 'debug' };
+        const kubeconfig = join(scratch, 'function.kubeconfig');
+        const config = z.looseObject({ clusters: z.array(z.looseObject({ cluster: z.looseObject({ server: z.string() }) })) }).parse(JSON.parse(readFileSync(controller.kubeconfig, 'utf8')));
+        for (const c of config.clusters) c.cluster.server = `https://${apiServer.host}:${apiServer.port}`;
+        writeFileSync(kubeconfig, JSON.stringify(config));
+        return { KUBECONFIG: kubeconfig, K_SINK: brokerAlias.url };
       },
     });
     await createClass(cls);
-    wiring = await installEventWiring(ns, SHIPPED, null);
-    // The Broker's address as a listener the function's Pod can reach.
-    const local = new URL(await eventing.proxy.localAddress(wiring.brokerUrl));
+    // The Broker's address (what its reconciler will report) as a listener
+    // the function's Pod can reach, before the Service exists: its first Pod
+    // starts as soon as the Service is admitted.
+    const brokerUrl = `http://broker-ingress.knative-eventing.svc.cluster.local/${ns}/${BROKER}`;
+    const local = new URL(await eventing.proxy.localAddress(brokerUrl));
     const relay = await relayToLoopback(Number(local.port));
     relays.push(relay);
     brokerAlias.url = `http://${relay.host}:${relay.port}${local.pathname}`;
+    wiring = await installEventWiring(ns, SHIPPED, null);
+    expect(wiring.brokerUrl).toBe(brokerUrl);
     const sourceKubeconfig = await adapterIdentity(ns);
     // The ApiServerSource's adapter, configured as Knative configures it:
     // resource names by its guess, so Gateways ("gatewaies") are skipped.
@@ -138,6 +145,7 @@ describe('scale to zero with the real Knative Serving', () => {
     // The ClusterRoleBindings of the identities, while their API server still runs.
     await deleteClusterScoped();
     await cp?.stop();
+    rmSync(scratch, { recursive: true, force: true });
   }, 180000);
 
   async function revision(): Promise<z.infer<typeof RevisionSchema>> {

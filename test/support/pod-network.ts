@@ -53,6 +53,13 @@ export interface PodSandbox {
 
 let links = 0;
 
+/**
+ * Killed when the test process dies, however it dies: a sandbox or a
+ * container left behind would keep its namespace, veth pair and route (and
+ * its ports) alive.
+ */
+const DIES_WITH_TEST = ['setpriv', '--pdeathsig', 'KILL'];
+
 function netNamespaceOf(pid: number | 'self'): string | undefined {
   try {
     return readlinkSync(`/proc/${pid}/ns/net`);
@@ -73,7 +80,7 @@ function ip(...args: string[]): void {
 export async function startPodSandbox(opts: { name: string; podIp: string; hostsFile?: string }): Promise<PodSandbox> {
   const env = { PATH: process.env.PATH ?? '', POD_NET_IP: opts.podIp, POD_NET_GATEWAY: GATEWAY, POD_NET_HOSTS: opts.hostsFile ?? '' };
   // Without --fork, unshare execs sh in its own pid: the namespaces are that pid's.
-  const holder = startGoProcess(`${opts.name}-sandbox`, 'unshare', ['--net', '--mount', '--propagation', 'private', 'sh', '-c', NAMESPACE_SETUP, opts.name, 'sleep', 'infinity'], env, { stdin: true });
+  const holder = startGoProcess(`${opts.name}-sandbox`, 'unshare', ['--net', '--mount', '--propagation', 'private', 'sh', '-c', NAMESPACE_SETUP, opts.name, ...DIES_WITH_TEST, 'sleep', 'infinity'], env, { stdin: true });
   const containers: GoProcess[] = [];
   const stop = async (graceMs = 10000): Promise<void> => {
     await Promise.all(containers.map((c) => c.stop(graceMs)));
@@ -111,7 +118,8 @@ export async function startPodSandbox(opts: { name: string; podIp: string; hosts
     name: opts.name,
     ip: opts.podIp,
     exec: (name, bin, args, env, cwd) => {
-      const c = startGoProcess(name, 'nsenter', ['-t', pid, '-n', '-m', '--', bin, ...args], env, { cwd });
+      // Entering a mount namespace resets the working directory to its root: --wd keeps it.
+      const c = startGoProcess(name, 'nsenter', ['-t', pid, '-n', '-m', ...(cwd ? [`--wd=${cwd}`] : []), '--', ...DIES_WITH_TEST, bin, ...args], env);
       containers.push(c);
       return c;
     },

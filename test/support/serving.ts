@@ -200,17 +200,35 @@ function routesOf(ing: KIngress): Map<string, Record<string, string>> {
   return out;
 }
 
-function startIngressStandIn(proxy: ClusterDnsProxy): { stop(): Promise<void> } {
+/**
+ * The ingress (KIngress hosts → the activator, with the KIngress's headers)
+ * and kube-proxy (`<service>.<namespace>.svc.cluster.local` → the first
+ * ready endpoint of the Service, e.g. a Revision's public Service → the
+ * activator in proxy mode, its Pods in serve mode), as routes of the cluster
+ * DNS proxy, refreshed from the API every 200 ms; and the KIngress status.
+ */
+function startIngressStandIn(proxy: ClusterDnsProxy, namespace: string): { stop(): Promise<void> } {
   const api = adminConfig().makeApiClient(CustomObjectsApi);
+  const core = adminConfig().makeApiClient(CoreV1Api);
   const routes = new Map<string, Record<string, string>>();
+  let services = new Map<string, { host: string; port: number }>();
   proxy.route((host) => {
     const headers = routes.get(host);
-    return headers ? { host: ACTIVATOR_IP, port: ACTIVATOR_PORT, headers } : undefined;
+    if (headers) return { host: ACTIVATOR_IP, port: ACTIVATOR_PORT, headers };
+    return services.get(host);
   });
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
       try {
+        const next = new Map<string, { host: string; port: number }>();
+        for (const ep of (await core.listNamespacedEndpoints({ namespace })).items) {
+          const subset = ep.subsets?.find((x) => (x.addresses ?? []).length > 0);
+          const address = subset?.addresses?.[0]?.ip;
+          const port = subset?.ports?.find((p) => p.name === 'http')?.port ?? subset?.ports?.[0]?.port;
+          if (address && port) next.set(`${ep.metadata?.name ?? ''}.${namespace}.svc.cluster.local`, { host: address, port });
+        }
+        services = next;
         const list = z.object({ items: z.array(KIngressSchema) }).parse(await api.listClusterCustomObject({ group: 'networking.internal.knative.dev', version: 'v1alpha1', plural: 'ingresses' }));
         for (const ing of list.items) {
           for (const [h, headers] of routesOf(ing)) routes.set(h, headers);
@@ -364,6 +382,7 @@ export async function startServing(opts: ServingOptions): Promise<ServingPlane> 
   const started: GoProcess[] = [];
   const sandboxes: PodSandbox[] = [];
   let relay: Relay | undefined;
+  const relays: Relay[] = [];
   let ingress: { stop(): Promise<void> } | undefined;
   let kubelet: ReturnType<typeof startProcessKubelet> | undefined;
   const stop = async (): Promise<void> => {
@@ -372,6 +391,7 @@ export async function startServing(opts: ServingOptions): Promise<ServingPlane> 
     for (const p of [...started].reverse()) await p.stop();
     for (const s of [...sandboxes].reverse()) await s.stop();
     await relay?.close();
+    for (const r of relays) await r.close();
     const dir = process.env.SERVING_LOG_DIR;
     if (dir) {
       mkdirSync(dir, { recursive: true });
@@ -405,7 +425,18 @@ export async function startServing(opts: ServingOptions): Promise<ServingPlane> 
       started.push(p);
       return p;
     };
-    const autoscaler = inPod(autoscalerPod, 'autoscaler', assets.serving.autoscaler, { POD_NAME: 'autoscaler-local', POD_IP: AUTOSCALER_IP });
+    // The autoscaler probes a Revision's public Service by its cluster DNS
+    // name before scaling to zero (is the activator in the path?): through
+    // the cluster DNS proxy; Pod IPs (its metrics scrapes) and the API
+    // server directly.
+    const proxyRelay = await relayToLoopback(Number(new URL(opts.proxy.url).port));
+    relays.push(proxyRelay);
+    const autoscaler = inPod(autoscalerPod, 'autoscaler', assets.serving.autoscaler, {
+      POD_NAME: 'autoscaler-local',
+      POD_IP: AUTOSCALER_IP,
+      HTTP_PROXY: `http://${proxyRelay.host}:${proxyRelay.port}`,
+      NO_PROXY: '10.244.0.0/16,10.245.0.0/16',
+    });
     const hosts = writeHostsFile(join(stateDir, 'activator-hosts'), { [AUTOSCALER_HOST]: AUTOSCALER_IP });
     const activatorPod = await startPodSandbox({ name: 'activator', podIp: ACTIVATOR_IP, hostsFile: hosts });
     sandboxes.push(activatorPod);
@@ -419,7 +450,7 @@ export async function startServing(opts: ServingOptions): Promise<ServingPlane> 
       return hooks.webhooks?.every((w) => w.clientConfig?.caBundle) ? true : undefined;
     }, { timeoutMs: 120000, intervalMs: 500 });
 
-    ingress = startIngressStandIn(opts.proxy);
+    ingress = startIngressStandIn(opts.proxy, opts.namespace);
     kubelet = startProcessKubelet({ namespace: opts.namespace, queueBin: assets.serving.queue, stateDir, apiServer: relay, functionEnv: opts.functionEnv });
     const k = kubelet;
     return {
