@@ -30,13 +30,15 @@ import { startServing, type ServingPlane } from '../support/serving.js';
 // gets the real queue-proxy and the real function (the shipped startup
 // snapshot) in a network namespace on the Pod's IP.
 //
-// Test-only configuration (config-autoscaler): a 6 s stable window and a 6 s
-// scale-to-zero grace period instead of 60 s and 30 s, so that scaling to
-// zero takes seconds, not minutes. The shipped annotations are unchanged.
+// No test-only autoscaling configuration: the shipped 20 s window decides
+// when a Pod scales to zero, as in a cluster. The PingSource test patches
+// the resync schedule to every minute.
+//
+// SERVING_WAKE_RESULTS=<file> writes the measured wake path and Pod lifetime
+// as JSON (bench/results/serving-wake.json; bench/REPORT.md renders it as P8).
 
 const SHIPPED = 'infra';
 const FAKE_NODE = 'fake-node-1';
-const AUTOSCALER_TEST_CONFIG = { 'stable-window': '6s', 'scale-to-zero-grace-period': '6s' };
 const REVISION = `${SERVICE}-00001`;
 
 const RevisionSchema = z.looseObject({
@@ -68,6 +70,7 @@ describe('scale to zero with the real Knative Serving', () => {
   let ns = '';
   let cls = '';
   let controllerUser = '';
+  const results: { wake?: Record<string, number>; warm?: Record<string, number>; ping?: Record<string, number> } = {};
   const scratch = mkdtempSync(join(tmpdir(), 'meridio2-serving-test-'));
 
   const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjectsApi);
@@ -95,7 +98,6 @@ describe('scale to zero with the real Knative Serving', () => {
     serving = await startServing({
       namespace: ns,
       proxy: eventing.proxy,
-      autoscaler: AUTOSCALER_TEST_CONFIG,
       // What a cluster gives the function's Pod: its ServiceAccount's
       // credentials (here a kubeconfig through the Pod network's relay to
       // the API server) and K_SINK, the SinkBinding's injection.
@@ -138,6 +140,8 @@ describe('scale to zero with the real Knative Serving', () => {
   }, 40 * 60 * 1000);
 
   afterAll(async () => {
+    const out = process.env.SERVING_WAKE_RESULTS;
+    if (out) writeFileSync(out, `${JSON.stringify({ measuredAt: new Date().toISOString(), window: '20s', ...results }, null, 2)}\n`);
     for (const a of adapters) await a.stop();
     await serving?.stop();
     await eventing?.stop();
@@ -175,6 +179,21 @@ describe('scale to zero with the real Knative Serving', () => {
     }, { timeoutMs: 120000, intervalMs: 100 });
   }
 
+  /** When the function in a Pod logged "listening" (its own clock, ms since the epoch). */
+  function listeningAt(run: { fn: { output(): string } } | undefined): number {
+    for (const line of (run?.fn.output() ?? '').split('\n')) {
+      const parsed = z.object({ msg: z.string(), time: z.number() }).safeParse((() => {
+        try {
+          return JSON.parse(line) as unknown;
+        } catch {
+          return undefined;
+        }
+      })());
+      if (parsed.success && parsed.data.msg === 'listening') return parsed.data.time;
+    }
+    return Number.NaN;
+  }
+
   async function scaledToZero(): Promise<void> {
     await waitFor('the Revision scaled to zero and its Pod processes gone', async () => ((await replicas()) === 0 && plane().runningPods().length === 0 ? true : undefined), { timeoutMs: 180000, intervalMs: 250 });
   }
@@ -187,6 +206,7 @@ describe('scale to zero with the real Knative Serving', () => {
     const rev = await revision();
     expect(rev.metadata.annotations['autoscaling.knative.dev/min-scale']).toBe('0');
     expect(rev.metadata.annotations['autoscaling.knative.dev/max-scale']).toBe('5');
+    expect(rev.metadata.annotations['autoscaling.knative.dev/window']).toBe('20s');
     expect(rev.spec.containerConcurrency).toBe(10);
     expect(rev.spec.timeoutSeconds).toBe(60);
     expect(rev.spec.serviceAccountName).toBe('meridio-2-gateway-controller');
@@ -251,9 +271,11 @@ describe('scale to zero with the real Knative Serving', () => {
     const mark = eventing?.proxy.requests.length ?? 0;
     const audit = auditEnd();
     const podsBefore = plane().pods.length;
+    const editedAt = Date.now();
     const edited = await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (spec) => ({ ...spec, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
     expect(edited.metadata.generation).toBe(2);
-    await waitFor('gw applied at configuration generation 2', programmedAndApplied(ns, 'gw', '2'), { timeoutMs: 120000 });
+    await waitFor('gw applied at configuration generation 2', programmedAndApplied(ns, 'gw', '2'), { timeoutMs: 120000, intervalMs: 50 });
+    const convergedAt = Date.now();
     const applied = condition(await readGateway(ns, 'gw'), APPLIED);
     expect(applied?.status).toBe('True');
     expect(applied?.message ?? '').toContain('GatewayConfiguration cfg generation 2 applied');
@@ -269,6 +291,26 @@ describe('scale to zero with the real Knative Serving', () => {
     expect(woken?.fn.alive() ?? false).toBe(true);
     await quietFunction();
     expect(deploymentWrites('gw', audit)).toBe(1);
+    results.wake = {
+      editToConverged: convergedAt - editedAt,
+      editToDelivery: (edits[0]?.at ?? Number.NaN) - editedAt,
+      deliveryToPodRunning: (woken?.startedAt ?? Number.NaN) - (edits[0]?.at ?? Number.NaN),
+      podRunningToFunctionListening: listeningAt(woken) - (woken?.startedAt ?? Number.NaN),
+      functionListeningToConverged: convergedAt - listeningAt(woken),
+      deliveries: edits.length,
+      deploymentWrites: 1,
+    };
+
+    // Warm: the same edit path while the Pod still runs.
+    const warmAudit = auditEnd();
+    const warmAt = Date.now();
+    await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (spec) => ({ ...spec, horizontalScaling: { replicas: 2, enforceReplicas: true } }));
+    await waitFor('gw applied at configuration generation 3', programmedAndApplied(ns, 'gw', '3'), { timeoutMs: 60000, intervalMs: 50 });
+    const warm = Date.now() - warmAt;
+    expect(plane().pods.length).toBe(podsBefore + 1);
+    await quietFunction();
+    expect(deploymentWrites('gw', warmAudit)).toBe(1);
+    results.warm = { editToConverged: warm };
   });
 
   it('the PingSource resync also wakes the function from zero', async () => {
@@ -281,6 +323,19 @@ describe('scale to zero with the real Knative Serving', () => {
     const resync = await waitFor('a resync event delivered to the function', () => eventing?.proxy.requests.slice(mark).find((r) => r.host.startsWith(`${SERVICE}.${ns}.`) && r.ceType === PING_TYPE && r.status >= 200 && r.status < 300), { timeoutMs: 150000 });
     expect(resync.status).toBeLessThan(300);
     expect(plane().pods.length).toBeGreaterThan(podsBefore);
+    // Idle cost: how long the Pod one ping woke lives, with the shipped
+    // window. Stop the pings first, so that only this one counts.
+    const eventingPlane = eventing;
+    await eventingPlane?.stopPing();
+    const pod = plane().pods[podsBefore];
+    await waitFor('the pinged Pod gone', () => (pod?.stoppedAt !== undefined ? true : undefined), { timeoutMs: 180000, intervalMs: 250 });
+    expect(pod?.fn.alive()).toBe(false);
+    const otherDeliveries = eventing?.proxy.requests.slice(mark).filter((r) => r.host.startsWith(`${SERVICE}.${ns}.`) && r.at >= (pod?.startedAt ?? 0) && r.ceId !== resync.ceId) ?? [];
+    results.ping = {
+      podLifetime: (pod?.stoppedAt ?? Number.NaN) - (pod?.startedAt ?? Number.NaN),
+      lastDeliveryToPodGone: (pod?.stoppedAt ?? Number.NaN) - Math.max(resync.at, ...otherDeliveries.map((r) => r.at)),
+      deliveriesWhileUp: 1 + otherDeliveries.length,
+    };
   });
 });
 

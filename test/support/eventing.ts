@@ -45,6 +45,8 @@ export interface EventingPlane {
   proxyEnv: Record<string, string>;
   /** The PingSource adapter; one at a time. */
   startPing(): Promise<GoProcess>;
+  /** Stops the PingSource adapter, if it runs. */
+  stopPing(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -320,6 +322,9 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
         }));
         await reportPingAdapterPodsReady();
         return ping;
+      },
+      stopPing: async () => {
+        await ping?.stop();
       },
       stop,
     };

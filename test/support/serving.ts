@@ -77,8 +77,6 @@ export interface ServingOptions {
   /** The namespace whose Revision Pods the process kubelet runs. */
   namespace: string;
   proxy: ClusterDnsProxy;
-  /** Data to merge into config-autoscaler (test-only shorter windows). */
-  autoscaler?: Record<string, string>;
   /**
    * Environment the process kubelet gives the function besides the Pod's:
    * what the cluster would inject (the ServiceAccount token as a kubeconfig,
@@ -124,7 +122,7 @@ async function serviceAt(name: string, ports: { name: string; port: number; targ
  * and the KIngress, ServerlessService and Certificate CRDs from
  * knative.dev/networking, the Image CRD from knative.dev/caching.
  */
-async function installServingObjects(assets: ServingAssets, autoscaler: Record<string, string>, webhookPort: number): Promise<void> {
+async function installServingObjects(assets: ServingAssets, webhookPort: number): Promise<void> {
   await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SERVING_NAMESPACE } }));
   // Serving's own CRDs come with Eventing's (ensureKnativeCrds, startEventing).
   const crdFiles = [
@@ -150,12 +148,10 @@ async function installServingObjects(assets: ServingAssets, autoscaler: Record<s
     for (const m of manifestsOf(f)) {
       const data = (m.object as { data?: Record<string, string> }).data ?? {};
       const name = m.object.metadata.name;
-      // config-autoscaler: the test's shorter windows. config-deployment:
-      // the shipped image name has no registry a test could resolve a
-      // digest from (tag resolution is a registry's job, not Serving's
-      // admission), so its registry is on the skip list.
-      if (name === 'config-autoscaler') await apply(objectManifest({ ...m.object, data: { ...data, ...autoscaler } }));
-      else if (name === 'config-deployment') await apply(objectManifest({ ...m.object, data: { ...data, 'registries-skipping-tag-resolving': 'kind.local,ko.local,dev.local,index.docker.io' } }));
+      // config-deployment: the shipped image name has no registry a test
+      // could resolve a digest from (tag resolution is a registry's job, not
+      // Serving's admission), so its registry is on the skip list.
+      if (name === 'config-deployment') await apply(objectManifest({ ...m.object, data: { ...data, 'registries-skipping-tag-resolving': 'kind.local,ko.local,dev.local,index.docker.io' } }));
       else await apply(m);
     }
   }
@@ -402,7 +398,7 @@ export async function startServing(opts: ServingOptions): Promise<ServingPlane> 
   };
   try {
     const webhookPort = await freePort();
-    await installServingObjects(assets, opts.autoscaler ?? {}, webhookPort);
+    await installServingObjects(assets, webhookPort);
     const kubeconfigArg = `--kubeconfig=${info.adminKubeconfig}`;
     const host = (name: string, bin: string, env: Record<string, string>, args: string[] = []): GoProcess => {
       const p = startGoProcess(name, bin, [kubeconfigArg, ...args], goEnv(env));
