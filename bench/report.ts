@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { writesTo, type RequestCounts } from './lib/context.js';
 import { recordedMeridio2Noops, type RecordedNoop } from './lib/meridio2-recorded.js';
 import type { Summary } from './lib/stats.js';
@@ -163,7 +164,39 @@ export function targets(r: BenchResults): TargetRow[] {
   return rows;
 }
 
-export function renderReport(r: BenchResults, extra = ''): string {
+/**
+ * The wake path and the idle cost with the real Knative Serving, measured
+ * by test/e2e/serving.test.ts (the only harness that runs Serving), recorded
+ * in bench/results/serving-wake.json (SERVING_WAKE_RESULTS).
+ */
+export const ServingWakeSchema = z.object({
+  measuredAt: z.string(),
+  window: z.string(),
+  wake: z.object({ editToConverged: z.number(), editToDelivery: z.number(), deliveryToPodRunning: z.number(), podRunningToFunctionListening: z.number(), functionListeningToConverged: z.number(), deliveries: z.number(), deploymentWrites: z.number() }),
+  warm: z.object({ editToConverged: z.number() }),
+  ping: z.object({ podLifetime: z.number(), lastDeliveryToPodGone: z.number(), deliveriesWhileUp: z.number() }),
+});
+export type ServingWake = z.infer<typeof ServingWakeSchema>;
+
+export function p8Section(w: ServingWake): string[] {
+  const s = (x: number): string => `${(x / 1000).toFixed(1)} s`;
+  const duty = (periodS: number): string => `${Math.min(100, (100 * w.ping.podLifetime) / 1000 / periodS).toFixed(1)}%`;
+  return [
+    '## P8 the wake path, with the real Knative Serving',
+    '',
+    `How: \`test/e2e/serving.test.ts\` (${w.measuredAt.slice(0, 10)}), one run: the real Serving controller, webhook, autoscaler, activator and queue-proxy, the real Eventing Broker and ApiServerSource adapter, KWOK placing the Pod and the process kubelet running its queue-proxy and function (README, "Knative Serving"). *From zero*: a GatewayConfiguration edited while the Revision has no Pod, until the Gateway reads back Applied naming the new generation; the breakdown from the cluster DNS proxy's record of the delivery to the function's address, the kubelet seeing the Pod running (KWOK reports it Ready at once: no image pull, no container start), the function's "listening" log line. *Warm*: the same edit while the Pod runs. *Idle cost*: one PingSource event wakes the Revision; the Pod's life from its processes starting to their stop, with the shipped \`autoscaling.knative.dev/window: "${w.window}"\`.`,
+    '',
+    '| path | edit → converged | edit → delivery at the activator | activator hold: delivery → Pod running | Pod running → function listening | listening → converged (queue-proxy, reconcile) | deliveries | Deployment writes |',
+    '|---|---|---|---|---|---|---|---|',
+    `| from zero | ${s(w.wake.editToConverged)} | ${s(w.wake.editToDelivery)} | ${s(w.wake.deliveryToPodRunning)} | ${s(w.wake.podRunningToFunctionListening)} | ${s(w.wake.functionListeningToConverged)} | ${w.wake.deliveries} | ${w.wake.deploymentWrites} |`,
+    `| warm | ${s(w.warm.editToConverged)} | | | | | | 1 |`,
+    '',
+    `Idle cost: a Pod woken by one ping lives **${s(w.ping.podLifetime)}** (${s(w.ping.lastDeliveryToPodGone)} after the last request it served; ${w.ping.deliveriesWhileUp} request(s) while up). Idle duty cycle: ${duty(300)} with the shipped \`*/5 * * * *\`, ${duty(600)} with \`*/10\`, ${duty(900)} with \`*/15\`.`,
+    '',
+  ];
+}
+
+export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): string {
   const L: string[] = [];
   const m = r.machine;
   L.push('# Benchmarks: serverless Meridio-2 Gateway controller');
@@ -300,6 +333,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
     for (const row of r.p7.rows) L.push(`| ${row.routes} | ${sumMs(row.noop)} | ${row.listRequests} | ${(row.listBytes / 1024).toFixed(0)} KiB |`);
     L.push('');
   }
+  if (wake) L.push(...p8Section(wake));
   if (extra) L.push(extra);
   return `${L.join('\n')}\n`;
 }

@@ -15,7 +15,7 @@ import { setUp, tearDown } from './lib/setup.js';
 import { parseVariantList, SENDER_AUTH_VARIANT } from './lib/variants.js';
 import { EXPLORATORY_BUILDS } from './explore/builds.js';
 import { renderExplore } from './explore/report.js';
-import { explored, renderReport } from './report.js';
+import { explored, renderReport, ServingWakeSchema, type ServingWake } from './report.js';
 import { FIGURES, defaultOptions, runFigures, type BenchOptions, type BenchResults, type Figure } from './suite.js';
 
 const HELP = `Usage: npm run bench -- [options]
@@ -182,6 +182,12 @@ function checkVariants(o: BenchOptions): void {
   }
 }
 
+/** P8, measured by the Serving end-to-end test (bench/report.ts, ServingWakeSchema). */
+function servingWake(): ServingWake | undefined {
+  const path = repoPath('bench', 'results', 'serving-wake.json');
+  return existsSync(path) ? ServingWakeSchema.parse(JSON.parse(readFileSync(path, 'utf8'))) : undefined;
+}
+
 function findings(): string {
   const path = repoPath('bench', 'FINDINGS.md');
   return existsSync(path) ? readFileSync(path, 'utf8') : '';
@@ -190,7 +196,7 @@ function findings(): string {
 /** Writes REPORT.md (and EXPLORE.md when the run explored) where asked, or by default for a full run; prints them otherwise. */
 function writeReports(results: BenchResults, paths: Pick<Outputs, 'report' | 'exploreReport'>, defaults: boolean): string[] {
   const full = results.mode === 'full';
-  const docs = [{ md: renderReport(results, full ? findings() : ''), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
+  const docs = [{ md: renderReport(results, full ? findings() : '', servingWake()), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
   if (explored(results)) docs.push({ md: renderExplore(results), path: paths.exploreReport ?? (defaults ? repoPath('bench', 'EXPLORE.md') : undefined) });
   const written: string[] = [];
   for (const { md, path } of docs) {

@@ -19,7 +19,8 @@ import { buildInstall, parseManifests, serverSideApply, type Manifest } from './
 
 export const BROKER = 'meridio-2-gateway-events';
 export const SERVICE = 'meridio-2-gateway-controller';
-const KINDS = new Set(['Broker', 'Trigger', 'ApiServerSource', 'PingSource', 'Service', 'EventPolicy', 'SinkBinding']);
+// The ConfigMap is the LB template the Service mounts: Serving and a kubelet read it.
+const KINDS = new Set(['Broker', 'Trigger', 'ApiServerSource', 'PingSource', 'Service', 'ConfigMap', 'ContainerSource', 'EventPolicy', 'SinkBinding']);
 /** Applied only with Eventing's OIDC on: without it an EventPolicy is never Ready, and with it the Broker is not either. */
 const OIDC_ONLY = new Set(['EventPolicy', 'SinkBinding']);
 const BROKER_CLASS_ANNOTATION = 'eventing.knative.dev/broker.class';
@@ -72,7 +73,8 @@ export function applyWebhookDefaults(obj: Obj, ns: string): Obj {
     defaultDestination(spec.delivery?.deadLetterSink, ns);
   }
   if (o.kind === 'EventPolicy') for (const from of spec.from ?? []) defaultDestination(from, ns);
-  o.spec = spec;
+  // A ConfigMap has no spec, and must not get one.
+  if (obj.spec !== undefined) o.spec = spec;
   return o;
 }
 
@@ -100,22 +102,32 @@ export interface EventWiring {
 }
 
 /**
- * Applies the Knative Service (with its status address pointing at the
- * function process, as Serving would point it at the Revision), then the
- * Broker, Triggers, ApiServerSource and PingSource from `dir` (with `oidc`,
- * the EventPolicy and the SinkBinding too), and waits until
- * the Broker has an address and every Trigger a subscriber URI.
+ * Applies the LB template ConfigMap and the Knative Service (with its status
+ * address pointing at `functionUrl`, as Serving would point it at the
+ * Revision; or, with `functionUrl` null, as the real Serving sets it), then
+ * the Broker, Triggers, ApiServerSource and PingSource from `dir` (with
+ * `oidc`, the EventPolicy and the SinkBinding too), and waits until the
+ * Broker has an address and every Trigger a subscriber URI. The
+ * ContainerSource (gateway-watch) is returned, not applied: Eventing's
+ * ContainerSource reconciler is not run, its adapter runs as a process.
  */
-export async function installEventWiring(ns: string, dir: string, functionUrl: string, opts: { oidc?: boolean; afterApply?: (wiring: EventWiring) => Promise<void> } = {}): Promise<EventWiring> {
+export async function installEventWiring(ns: string, dir: string, functionUrl: string | null, opts: { oidc?: boolean; afterApply?: (wiring: EventWiring) => Promise<void> } = {}): Promise<EventWiring> {
   const rendered = (await renderEventWiring(dir)).filter((o) => opts.oidc || !OIDC_ONLY.has(o.kind));
   const objects = rendered.map((o) => applyWebhookDefaults({ ...o, metadata: { ...o.metadata, namespace: ns } }, ns));
   const service = objects.find((o) => o.kind === 'Service');
   if (!service) throw new Error(`no Knative Service rendered from ${dir}`);
+  for (const o of objects.filter((x) => x.kind === 'ConfigMap')) await apply(o);
   await apply(service);
-  await setServiceAddress(ns, service.metadata.name, functionUrl);
-  const isSource = (o: Obj): boolean => o.kind === 'ApiServerSource' || o.kind === 'PingSource';
-  for (const o of objects.filter((x) => x.kind !== 'Service' && !isSource(x))) await apply(o);
   const api = adminConfig().makeApiClient(CustomObjectsApi);
+  if (functionUrl !== null) await setServiceAddress(ns, service.metadata.name, functionUrl);
+  else {
+    await waitFor(`Knative Service ${ns}/${service.metadata.name} status.address (from Serving)`, async () => {
+      const s = await api.getNamespacedCustomObject({ group: 'serving.knative.dev', version: 'v1', namespace: ns, plural: 'services', name: service.metadata.name });
+      return AddressedSchema.safeParse(s).success ? true : undefined;
+    }, { timeoutMs: 180000, intervalMs: 250 });
+  }
+  const isSource = (o: Obj): boolean => o.kind === 'ApiServerSource' || o.kind === 'PingSource';
+  for (const o of objects.filter((x) => x.kind !== 'Service' && x.kind !== 'ConfigMap' && x.kind !== 'ContainerSource' && !isSource(x))) await apply(o);
   const broker = objects.find((o) => o.kind === 'Broker');
   if (!broker) throw new Error(`no Broker rendered from ${dir}`);
   const brokerAddress = await waitFor(`Broker ${ns}/${broker.metadata.name} status.address`, async () => {

@@ -40,7 +40,18 @@ export interface ClusterDnsProxy {
   requests: ProxiedRequest[];
   /** `url` with its cluster host name replaced by a local listener that forwards (and records) like the proxy. */
   localAddress(url: string): Promise<string>;
+  /**
+   * Adds a route consulted before the fixed ones: a host name to another
+   * address, with headers to add (an ingress's routing, see serving.ts).
+   */
+  route(resolve: (host: string) => RouteTarget | undefined): void;
   close(): Promise<void>;
+}
+
+export interface RouteTarget {
+  host: string;
+  port: number;
+  headers?: Record<string, string>;
 }
 
 /** Host name → loopback port; `fallback` serves any other `*.svc.cluster.local` name; `tunnels`: `host:port` → loopback port, for CONNECT. */
@@ -70,19 +81,29 @@ function listen(server: Server): Promise<number> {
 
 export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsProxy> {
   const requests: ProxiedRequest[] = [];
-  const forward = (req: IncomingMessage, res: ServerResponse, host: string, pathAndQuery: string): void => {
+  const resolvers: ((host: string) => RouteTarget | undefined)[] = [];
+  const targetOf = (host: string): RouteTarget | undefined => {
+    for (const r of resolvers) {
+      const t = r(host);
+      if (t) return t;
+    }
     const port = routes.hosts[host] ?? (host.endsWith(CLUSTER_SUFFIX) ? routes.fallback : undefined);
-    if (port === undefined) {
+    return port === undefined ? undefined : { host: '127.0.0.1', port };
+  };
+  const forward = (req: IncomingMessage, res: ServerResponse, host: string, pathAndQuery: string): void => {
+    const target = targetOf(host);
+    if (target === undefined) {
       res.writeHead(502).end(`no route for ${host}`);
       return;
     }
-    const headers: IncomingHttpHeaders = { ...req.headers, host };
+    const { port } = target;
+    const headers: IncomingHttpHeaders = { ...req.headers, ...target.headers, host };
     delete headers['proxy-connection'];
     const record: ProxiedRequest = { at: Date.now(), host, path: pathAndQuery.split('?')[0] as string, ceId: header(req.headers, 'ce-id'), ceType: header(req.headers, 'ce-type'), ceSubject: header(req.headers, 'ce-subject'), status: 0 };
     // Recorded on arrival: with the in-memory channel, a request can be in
     // flight for as long as its subscribers' retries take.
     requests.push(record);
-    const upstream = request({ host: '127.0.0.1', port, method: req.method, path: pathAndQuery, headers }, (up) => {
+    const upstream = request({ host: target.host, port, method: req.method, path: pathAndQuery, headers }, (up) => {
       record.status = up.statusCode ?? 0;
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
@@ -90,7 +111,7 @@ export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsPr
     upstream.on('error', (err) => {
       record.status = 502;
       if (!res.headersSent) res.writeHead(502);
-      res.end(`upstream ${host} (127.0.0.1:${port}): ${err.message}`);
+      res.end(`upstream ${host} (${target.host}:${port}): ${err.message}`);
     });
     req.pipe(upstream);
   };
@@ -159,6 +180,9 @@ export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsPr
         aliases.set(u.hostname, alias);
       }
       return `http://127.0.0.1:${await alias}${u.pathname}${u.search}`;
+    },
+    route: (resolve) => {
+      resolvers.push(resolve);
     },
     close: async () => {
       for (const socket of tunnels) socket.destroy();

@@ -58,6 +58,8 @@ export interface EventingPlane {
   oidc: boolean;
   /** The PingSource adapter; one at a time. */
   startPing(): Promise<GoProcess>;
+  /** Stops the PingSource adapter, if it runs. */
+  stopPing(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -344,6 +346,9 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
         }));
         await reportPingAdapterPodsReady();
         return ping;
+      },
+      stopPing: async () => {
+        await ping?.stop();
       },
       stop,
     };

@@ -16,8 +16,9 @@ export interface GoProcess {
 
 const OUTPUT_CAP = 4 * 1024 * 1024;
 
-export function startGoProcess(name: string, bin: string, args: string[], env: Record<string, string>): GoProcess {
-  const proc = spawn(bin, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `stdin`: keep a pipe to the process's stdin (closed otherwise); `cwd`: its working directory. */
+export function startGoProcess(name: string, bin: string, args: string[], env: Record<string, string>, opts: { stdin?: boolean; cwd?: string } = {}): GoProcess {
+  const proc = spawn(bin, args, { env: { PATH: process.env.PATH ?? '', ...env }, cwd: opts.cwd, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   let out = '';
   const append = (d: Buffer): void => {
     out += d.toString();

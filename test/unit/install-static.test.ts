@@ -239,8 +239,8 @@ describe('infra/kustomization.yaml', () => {
         const rel = dir ? posix.join(dir, name) : name;
         if (statSync(join(INFRA, rel)).isDirectory()) {
           // samples/: demo objects; templates/: the LB template (a generator
-          // input); knative/gateway-watch and beside-meridio-2: optional components.
-          if (!['samples', 'templates', 'knative/gateway-watch', 'beside-meridio-2'].includes(rel)) walk(rel);
+          // input); beside-meridio-2: an optional component.
+          if (!['samples', 'templates', 'beside-meridio-2'].includes(rel)) walk(rel);
         } else if (name.endsWith('.yaml') && name !== 'kustomization.yaml' && rel !== 'knative/kustomizeconfig.yaml') {
           files.push(rel);
         }
@@ -251,7 +251,7 @@ describe('infra/kustomization.yaml', () => {
   });
 
   test('installs the Meridio-2 CRDs through the crds component, so that an install beside Meridio-2 can leave them out', () => {
-    expect(kustomization.components).toEqual(['crds']);
+    expect(kustomization.components).toContain('crds');
     expect(componentFiles('crds').map((f) => parseManifests(readFileSync(join(INFRA, f), 'utf8'), f).map((m) => `${m.object.kind} ${m.object.metadata.name}`)).flat().sort()).toEqual([
       'CustomResourceDefinition gatewayconfigurations.meridio-2.nordix.org',
       'CustomResourceDefinition l34routes.meridio-2.nordix.org',
@@ -511,7 +511,19 @@ describe('PingSource and SinkBinding', () => {
   });
 });
 
-describe('optional gateway-watch component (Gateway events despite Knative\'s plural guess)', () => {
+describe('gateway-watch component (Gateway events despite Knative\'s plural guess), in the default install', () => {
+  test('the default install enables it and sets its image the way it sets the controller\'s', () => {
+    expect(kustomization.components).toEqual(['crds', 'knative/gateway-watch']);
+    const images = z.array(z.strictObject({ name: z.string(), newName: z.string().optional(), newTag: z.string().optional(), digest: z.string().optional() })).parse(kustomization.images);
+    const adapter = images.find((i) => i.name === 'knative-apiserver-receive-adapter');
+    // Named like the controller's image (no registry: the operator points both
+    // at what they run); tagged with the Eventing release the install is validated against.
+    expect(adapter?.newName).toBeUndefined();
+    expect(adapter?.newTag).toBe('v1.23.0');
+    expect(images.find((i) => i.name === 'meridio-2-gateway-controller')?.newName).toBeUndefined();
+    expect(images.map((i) => i.name).sort()).toEqual(['knative-apiserver-receive-adapter', 'meridio-2-gateway-controller']);
+  });
+
   const dir = join(INFRA, 'knative', 'gateway-watch');
   const component = z
     .looseObject({ kind: z.literal('Component'), resources: z.array(z.string()) })

@@ -42,6 +42,16 @@ export interface StartOptions {
    * Pod is ever scheduled, let alone Ready, which is what most tests rely on.
    */
   fakeNodes?: string[];
+  /** More kube-controller-manager controllers (e.g. the endpoints and EndpointSlice controllers Knative Serving reads). */
+  extraControllers?: string[];
+  /**
+   * The API server dials admission webhooks (and aggregated APIs) at their
+   * Service's endpoint address instead of its ClusterIP, which nothing
+   * routes here: how a webhook run as a local process is reached.
+   */
+  aggregatorRouting?: boolean;
+  /** More addresses the API server's serving certificate is valid for (see createPki). */
+  apiServerIps?: string[];
 }
 
 /** The annotation by which KWOK knows the Nodes it plays (and only those). */
@@ -81,7 +91,7 @@ export class ControlPlane {
     const t0 = Date.now();
     const assets = await ensureAssets();
     const stateDir = mkdtempSync(join(tmpdir(), 'meridio2-cp-'));
-    const pki = createPki(stateDir);
+    const pki = createPki(stateDir, opts.apiServerIps);
     const admin = pki.clientCert('admin', ['system:masters']);
     const [etcdClient, etcdPeer, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const server = `https://127.0.0.1:${apiPort}`;
@@ -138,6 +148,7 @@ export class ControlPlane {
         `--audit-log-path=${auditLog}`,
         '--audit-log-mode=blocking',
         '--audit-log-maxsize=0',
+        ...(opts.aggregatorRouting ? ['--enable-aggregator-routing=true'] : []),
         '--v=0',
       ]);
       await waitFor('kube-apiserver /readyz', async () => ((await cp.adminGet('/readyz')).status === 200 ? true : undefined), { timeoutMs: 90000 });
@@ -158,6 +169,7 @@ export class ControlPlane {
         // this controller lifts the taint once the Node reports Ready, as in
         // a real cluster, and watches KWOK's Lease heartbeats after that.
         if (fakeNodes.length > 0) controllers.push('node-lifecycle-controller');
+        controllers.push(...(opts.extraControllers ?? []));
         await cp.startKubeComponent('kube-controller-manager', assets.binaries['kube-controller-manager'], 'kcm-certs', [`--controllers=${controllers.join(',')}`, '--concurrent-gc-syncs=5']);
       }
       if (fakeNodes.length > 0) await cp.startFakeNodes(fakeNodes, assets.binaries['kube-scheduler']);
@@ -188,6 +200,10 @@ export class ControlPlane {
       `--server-address=127.0.0.1:${kwokPort}`,
       // Heartbeats, so that the node-lifecycle-controller keeps the Nodes Ready.
       '--node-lease-duration-seconds=40',
+      // Pod IPs from a range of their own: KWOK's default (10.0.0.0/24) is
+      // the API server's Service range here, and a Pod IP that is also a
+      // ClusterIP confuses anything that routes to either.
+      '--cidr=10.244.0.0/24',
       ...stages.map((f) => `--config=${f}`),
     ], { HOME: stateDir }); // KWOK also reads ~/.kwok/kwok.yaml: not the user's here.
     await healthy('kwok', `http://127.0.0.1:${kwokPort}/healthz`);

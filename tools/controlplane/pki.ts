@@ -19,14 +19,15 @@ function openssl(args: string[]): void {
   execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-export function createPki(dir: string): Pki {
+/** `extraIps`: more addresses the API server's certificate is valid for (where a relay exposes it). */
+export function createPki(dir: string, extraIps: string[] = []): Pki {
   const p = (f: string): string => join(dir, f);
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl(['req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.crt'), '-days', '7', '-subj', '/CN=meridio-2-test-ca',
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
   openssl(['req', '-x509', ...ec, '-keyout', p('server.key'), '-out', p('server.crt'), '-days', '7', '-subj', '/CN=kube-apiserver',
     '-CA', p('ca.crt'), '-CAkey', p('ca.key'),
-    '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc',
+    '-addext', `subjectAltName=${['IP:127.0.0.1', ...extraIps.map((a) => `IP:${a}`), 'DNS:localhost', 'DNS:kubernetes.default.svc'].join(',')}`,
     '-addext', 'extendedKeyUsage=serverAuth', '-addext', 'basicConstraints=critical,CA:FALSE']);
   // Service-account tokens are signed with RSA, the algorithm every consumer accepts.
   openssl(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', p('sa.key')]);

@@ -43,7 +43,25 @@ const BINARIES = {
 type BinaryKey = keyof typeof BINARIES;
 const binaryName = (k: BinaryKey): string => BINARIES[k].split('/').pop() as string;
 
-/** Eventing is read from the wrapper go.mod, Serving (CRDs only) from pins.json. */
+/**
+ * The Knative Serving control and data plane, from the same wrapper module:
+ * knative.dev/serving v0.50.0 requires the same knative.dev/pkg and
+ * Kubernetes libraries as Eventing v0.50.0 and adding it moved no version of
+ * the Eventing build, so the two builds share one module graph and every
+ * common package in Go's build cache. A separate `go build` (and cache
+ * directory, per Serving version) so that the Eventing-only tests never wait
+ * for Serving.
+ */
+const SERVING_BINARIES = {
+  controller: 'github.com/nordix/meridio-2-knative/tools/knative/serving-controller',
+  webhook: 'knative.dev/serving/cmd/webhook',
+  autoscaler: 'knative.dev/serving/cmd/autoscaler',
+  activator: 'knative.dev/serving/cmd/activator',
+  queue: 'knative.dev/serving/cmd/queue',
+} as const;
+type ServingKey = keyof typeof SERVING_BINARIES;
+
+/** Both are read from the wrapper go.mod; pins.json must agree on Serving (see pinnedVersions). */
 export interface KnativeVersions {
   eventing: string;
   serving: string;
@@ -70,7 +88,10 @@ export interface KnativeAssets extends KnativeCrds {
 
 export function pinnedVersions(): KnativeVersions {
   const pins = JSON.parse(readFileSync(join(here, 'pins.json'), 'utf8')) as { serving: string };
-  return { eventing: requiredVersion(here, 'knative.dev/eventing'), serving: pins.serving };
+  const serving = requiredVersion(here, 'knative.dev/serving');
+  // pins.json is what the static install tests read without Go; one pin, two readers.
+  if (pins.serving !== serving) throw new Error(`tools/knative/pins.json pins Serving ${pins.serving} but go.mod requires ${serving}`);
+  return { eventing: requiredVersion(here, 'knative.dev/eventing'), serving };
 }
 
 /** Where the binaries live: `$KNATIVE_ASSETS`, else the per-version cache. */
@@ -98,6 +119,51 @@ function binaries(v: KnativeVersions): Record<BinaryKey, string> {
   const out = {} as Record<BinaryKey, string>;
   for (const k of Object.keys(BINARIES) as BinaryKey[]) out[k] = join(k === 'controllers' ? controllersDir(v) : binDir(v), binaryName(k));
   return out;
+}
+
+export interface ServingAssets {
+  versions: KnativeVersions;
+  /** Binaries: tools/knative/serving-controller (ours) and upstream's webhook, autoscaler, activator, queue(-proxy). */
+  serving: Record<ServingKey, string>;
+  /** knative.dev/serving's config/core: ConfigMaps, webhook configurations, CRDs. */
+  servingConfig: string;
+  /** knative.dev/networking's config/: config-network and the KIngress, ServerlessService and Certificate CRDs. */
+  networkingConfig: string;
+  /** knative.dev/caching's config/: the Image CRD the Revision reconciler watches. */
+  cachingConfig: string;
+}
+
+function servingBinDir(v: KnativeVersions): string {
+  return process.env.KNATIVE_SERVING_ASSETS ?? join(cacheRoot(), 'bin', `knative-serving-${v.serving}`);
+}
+
+async function buildServingBinaries(v: KnativeVersions): Promise<Record<ServingKey, string>> {
+  const out = {} as Record<ServingKey, string>;
+  for (const k of Object.keys(SERVING_BINARIES) as ServingKey[]) out[k] = join(servingBinDir(v), SERVING_BINARIES[k].split('/').pop() as string);
+  const missing = (Object.keys(out) as ServingKey[]).filter((k) => !existsSync(out[k]));
+  if (missing.length === 0) return out;
+  if (process.env.KNATIVE_SERVING_ASSETS) throw new Error(`missing in KNATIVE_SERVING_ASSETS: ${missing.map((k) => out[k]).join(', ')}`);
+  requireGo('the Knative Serving binaries');
+  log(`building ${Object.keys(out).length} Knative Serving binaries (knative.dev/serving ${v.serving}) in one go build`);
+  log('with the Eventing build in the Go build cache, about 350 more packages: expect 5-10 minutes on 2 cores');
+  await goBuildMany({ dir: here, pkgs: Object.values(SERVING_BINARIES), outDir: servingBinDir(v), trimpath: true, ldflags: '-s -w', log });
+  return out;
+}
+
+/** The module directory of a dependency at the version the wrapper module's graph selects. */
+function selectedModuleDir(module: string): string {
+  return moduleDir(module, requiredVersion(here, module), here);
+}
+
+export async function ensureServingAssets(): Promise<ServingAssets> {
+  const v = pinnedVersions();
+  return withLock('.knative-serving-build.lock', log, async () => ({
+    versions: v,
+    serving: await buildServingBinaries(v),
+    servingConfig: join(moduleDir('knative.dev/serving', v.serving, here), 'config', 'core'),
+    networkingConfig: join(selectedModuleDir('knative.dev/networking'), 'config'),
+    cachingConfig: join(selectedModuleDir('knative.dev/caching'), 'config'),
+  }));
 }
 
 async function buildBinaries(v: KnativeVersions): Promise<Record<BinaryKey, string>> {
@@ -152,6 +218,7 @@ export async function ensureKnativeAssets(): Promise<KnativeAssets> {
 
 runAsScript(import.meta.url, async () => {
   const assets = await ensureKnativeAssets();
-  if (!process.argv.includes('--print')) log(`binaries: ${dirnameOf(assets.adapter)}; CRDs: ${assets.servingCrds}, ${assets.eventingCrds}, ${assets.imcCrds}`);
-  return assets;
+  const serving = await ensureServingAssets();
+  if (!process.argv.includes('--print')) log(`binaries: ${dirnameOf(assets.adapter)}, ${dirnameOf(serving.serving.controller)}; CRDs: ${assets.servingCrds}, ${assets.eventingCrds}, ${assets.imcCrds}`);
+  return { ...assets, ...serving };
 }, log);
