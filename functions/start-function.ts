@@ -1,4 +1,4 @@
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type Configuration } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Config } from './config.js';
 import { handleEvent, reconcileCoalescer } from './handle-event.js';
@@ -22,7 +22,9 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
   const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
   if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
-  const api = kubeApi(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
+  // One connection pool for every API request of the process.
+  const configuration = pooledConfiguration(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
+  const api = kubeApi(kc, { configuration });
   const deps = {
     api,
     reconcile: {
@@ -39,7 +41,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     coalescer: reconcileCoalescer(),
   };
   if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
-  const senderAuth = config.SENDER_AUTH === 'off' ? undefined : { mode: config.SENDER_AUTH, verify: verifierFor(config, kc) };
+  const senderAuth = config.SENDER_AUTH === 'off' ? undefined : { mode: config.SENDER_AUTH, verify: verifierFor(config, configuration) };
   const fn = createFunctionServer({
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     log,
@@ -60,11 +62,11 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
 // keys are read by the first token that needs them, not at start: the cold
 // start stays what it is, and a token refused from its claims alone never
 // waits for them.
-function verifierFor(config: Config, kc: KubeConfig): VerifySender {
+function verifierFor(config: Config, configuration: Configuration): VerifySender {
   return senderVerifier({
     audience: config.SENDER_AUTH_AUDIENCE ?? '',
     senders: config.SENDER_AUTH_ALLOWED,
-    keys: issuerKeySource(pooledConfiguration(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS })),
+    keys: issuerKeySource(configuration),
   });
 }
 

@@ -1,4 +1,4 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type Configuration, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import {
   DeploymentSchema,
@@ -105,8 +105,13 @@ export interface KubeApi {
 /** A request that has not been answered by then fails as transient. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
-export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeApi {
-  const configuration = pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+/**
+ * `configuration`: a connection pool to share (start-function.ts gives the
+ * sender verifier's key reads the same one, so the first event after a cold
+ * start opens one TLS connection, not two).
+ */
+export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; configuration?: Configuration } = {}): KubeApi {
+  const configuration = options.configuration ?? pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
   const api = new CustomObjectsApi(configuration);
   const core = new CoreV1Api(configuration);
 
