@@ -19,6 +19,7 @@ import {
 import { isNotFound } from './classify-error.js';
 import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { pooledConfiguration } from './pooled-client.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
 // The one typed doorway to the API server. Every object goes through the
@@ -105,8 +106,8 @@ export interface KubeApi {
 /** A request that has not been answered by then fails as transient. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
-export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeApi {
-  const configuration = pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; telemetry?: Telemetry } = {}): KubeApi {
+  const configuration = pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
   const api = new CustomObjectsApi(configuration);
   const core = new CoreV1Api(configuration);
 
