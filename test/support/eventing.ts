@@ -129,7 +129,7 @@ async function apply(m: Manifest): Promise<void> {
  * Deployments, Services and EndpointSlices would report in a cluster.
  * Idempotent: every test file may call it on the shared control plane.
  */
-async function installEventingObjects(assets: KnativeAssets): Promise<void> {
+async function installEventingObjects(assets: KnativeAssets, observability: Record<string, string>): Promise<void> {
   await ensureKnativeCrds();
   for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await apply(m);
   await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
@@ -141,6 +141,11 @@ async function installEventingObjects(assets: KnativeAssets): Promise<void> {
       if (m.object.metadata.name === 'config-logging') {
         const data = (m.object as { data?: Record<string, string> }).data ?? {};
         await apply(objectManifest({ ...m.object, data: { ...data, 'loglevel.mt_broker_filter': 'debug' } }));
+      } else if (m.object.metadata.name === 'config-observability') {
+        // Read once when each data-plane process starts; the shipped data
+        // (an example only) again for a plane started without any.
+        const data = (m.object as { data?: Record<string, string> }).data ?? {};
+        await apply(objectManifest({ ...m.object, data: { ...data, ...observability } }));
       } else {
         await apply(m);
       }
@@ -233,9 +238,11 @@ function goEnv(extra: Record<string, string>): Record<string, string> {
 
 /**
  * Starts the data plane; `stop()` stops every process it started, also when
- * starting failed half-way (the caller's afterAll calls it).
+ * starting failed half-way (the caller's afterAll calls it). `observability`:
+ * keys of Knative's config-observability (tracing-protocol, tracing-endpoint,
+ * ...) the processes start with.
  */
-export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Promise<EventingPlane> {
+export async function startEventing(opts: { lockTimeoutMs?: number; observability?: Record<string, string> } = {}): Promise<EventingPlane> {
   const assets = await ensureKnativeAssets();
   const info = clusterInfo();
   // In argv, so the control plane's leftover check (processes naming the
@@ -260,7 +267,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number } = {}): Prom
     }
   };
   try {
-    await installEventingObjects(assets);
+    await installEventingObjects(assets, opts.observability ?? {});
     release = await takeDispatcherLock(opts.lockTimeoutMs ?? 20 * 60 * 1000);
     // The dispatcher only logs a failed bind and carries on, dead. Other
     // Knative adapters (the ApiServerSource adapter of another test run, say)
