@@ -1,6 +1,7 @@
 import { writesTo, type RequestCounts } from './lib/context.js';
 import { recordedMeridio2Noops, type RecordedNoop } from './lib/meridio2-recorded.js';
 import type { Summary } from './lib/stats.js';
+import { TELEMETRY_VARIANT } from './lib/variants.js';
 import type { P1Variant } from './measures/cold-start.js';
 import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
@@ -60,7 +61,7 @@ export function p5Section(concurrency: number, rows: readonly P5Variant[]): stri
 
 /** Builds only `--explore` measures (bench/explore/builds.ts): their rows go to bench/EXPLORE.md. */
 export function exploratory(r: BenchResults, variant: string): boolean {
-  return variant !== 'shipped' && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
+  return variant !== 'shipped' && variant !== TELEMETRY_VARIANT && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
 }
 
 /** Whether the run measured anything for bench/EXPLORE.md. */
@@ -160,7 +161,7 @@ export function renderReport(r: BenchResults, extra = ''): string {
   L.push(`- Node.js ${m.node} (V8 ${m.v8})`);
   L.push(`- 1-minute load average: ${m.loadStart} at start, ${m.loadEnd ?? '?'} at end (other work shared the machine)`);
   L.push(`- Control plane: kube-apiserver ${r.controlPlane.versions.kubernetes}, etcd ${r.controlPlane.versions.etcd}, on loopback, started by the bench (${(r.controlPlane.startMs / 1000).toFixed(1)} s); kube-controller-manager ${r.controlPlane.controllerManager ? 'running' : 'not started (no ReplicaSets or Pods are created from the thousands of LB Deployments, so the API server serves the controller alone; `--controller-manager` turns it on)'}`);
-  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped startup snapshot, `node --snapshot-blob dist/function.blob`)' : ''}; P1 and P5 ${explored(r) ? 'compare other builds too, in bench/EXPLORE.md' : 'run the builds named by --p1-variants and --p5-variants (default shipped)'}`);
+  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped startup snapshot, `node --snapshot-blob dist/function.blob`)' : ''}; P1 and P5 ${explored(r) ? 'compare other builds too, in bench/EXPLORE.md' : 'run the builds named by --p1-variants and --p5-variants (default shipped, and shipped-telemetry: the same with OpenTelemetry export on)'}`);
   L.push(`- Audit log at Metadata level for every request, \`--audit-log-mode=blocking\` (it costs every request a little, the controller's and the bare GET alike)`);
   L.push('');
   L.push('## Targets');
