@@ -35,6 +35,12 @@ export function pinnedVersion(): string {
   return requiredVersion(here, MODULE);
 }
 
+/** The Prometheus release of a module version: v0.316.0 is Prometheus 3.16.0. */
+export function releaseOf(moduleVersion: string): string {
+  const m = /^v0\.(\d)(\d\d)\.(\d+)$/.exec(moduleVersion);
+  return m ? `${m[1]}.${Number(m[2])}.${m[3]}` : moduleVersion;
+}
+
 /** Where the binary comes from: `$PROMETHEUS_BIN`, else the cache. */
 export function resolvePrometheus(version: string = pinnedVersion()): string {
   return cachedBinary('PROMETHEUS_BIN', `prometheus-${version}`, 'prometheus');
@@ -58,7 +64,7 @@ export async function ensurePrometheus(): Promise<PrometheusAssets> {
         trimpath: true,
         tags: ['remove_all_sd'],
         // The version shows in `prometheus --version` and in its build-info API.
-        ldflags: `-s -w -X github.com/prometheus/common/version.Version=${version.replace(/^v0\./, '')}`,
+        ldflags: `-s -w -X github.com/prometheus/common/version.Version=${releaseOf(version)}`,
         log,
       }),
   });
