@@ -169,6 +169,9 @@ describe('OpenTelemetry metrics in a real Prometheus and traces in a real Jaeger
       const delivery = parentOf(trace, span!);
       expect(delivery).toBeDefined();
       expect(serviceOf(trace, delivery!)).not.toBe(SERVICE);
+      // Through the Broker's ingress, channel and filter spans, up to one of the fan-out requests.
+      const up = ancestors(trace, span!);
+      expect({ chain: up.map((s) => `${serviceOf(trace, s)}: ${s.operationName}`), reachesSend: up.some((s) => sends.includes(s)) }).toEqual(expect.objectContaining({ reachesSend: true }));
       // And its API requests are its descendants, with verb, resource and code.
       const own = trace.spans.filter((s) => tag(s, 'kubernetes.verb') !== undefined && ancestors(trace, s).includes(span!));
       expect(own.some((s) => s.operationName === 'get gateways' && tag(s, 'http.response.status_code') === 200)).toBe(true);
