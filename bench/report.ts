@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { writesTo, type RequestCounts } from './lib/context.js';
 import { recordedMeridio2Noops, type RecordedNoop } from './lib/meridio2-recorded.js';
 import type { Summary } from './lib/stats.js';
+import { SENDER_AUTH_VARIANT, TELEMETRY_VARIANT } from './lib/variants.js';
 import type { P1Variant } from './measures/cold-start.js';
 import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
-import { SENDER_AUTH_VARIANT } from './lib/variants.js';
 
 // Renders the results document as bench/REPORT.md: the targets table first,
 // then every figure with how it was measured.
@@ -44,12 +44,13 @@ export function shippedFirst<T extends { variant: string }>(rows: readonly T[]):
 }
 
 const P1_HOW = 'How: each build started as its variant says (the shipped one exactly as the image starts it: `node --snapshot-blob dist/function.blob` with the image\'s NODE_OPTIONS), spawned with the production environment (KUBECONFIG with a ServiceAccount token, PORT, K_SINK, TEMPLATE_PATH, WATCH_NAMESPACES, LOG_LEVEL=info) and a clean environment otherwise. *Ready*: spawn() until `GET /readyz` first answers 200, polled every 2 ms on fresh connections. *First reconcile*: spawn() until the first reconcile request, posted the moment /readyz answered (as the Knative activator forwards the request it held), is answered 2xx with outcome `applied`; each spawn reconciles a fresh Gateway, so the first reconcile reads 5 objects, creates the Deployment, writes the status and records an Event.';
+const P1_HOW_CPU = ' *CPU to ready*: the CPU time all of the process\'s threads had used when it was ready (/proc schedstat), less moved than wall-clock time when other work shares the machine.';
 const P1_HOW_VARIANTS = ' Variants run interleaved, round by round. Compile caches (`NODE_COMPILE_CACHE`) are primed by one run that serves a reconcile and exits, as an image build step would. The shipped build is listed first; the others are variants.';
 
 export function p1Section(rows: readonly P1Variant[]): string[] {
-  const L = [`${P1_HOW}${rows.length > 1 ? P1_HOW_VARIANTS : ''}`, '', '| variant | entry | spawn → ready | spawn → first reconcile | ready → first answered | RSS after first | entry size | compile cache |', '|---|---|---|---|---|---|---|---|'];
+  const L = [`${P1_HOW}${P1_HOW_CPU}${rows.length > 1 ? P1_HOW_VARIANTS : ''}`, '', '| variant | entry | spawn → ready | CPU to ready | spawn → first reconcile | ready → first answered | RSS after first | entry size | compile cache |', '|---|---|---|---|---|---|---|---|---|'];
   for (const v of shippedFirst(rows)) {
-    L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
+    L.push(`| ${v.variant} | ${v.describe} | ${sumMs(v.ready)} | ${v.cpuToReadyMs ? sumMs(v.cpuToReadyMs) : '–'} | ${sumMs(v.firstReconcile)} | ${ms(v.firstEvent.median)} | ${mb(v.rssAfterFirstMb.median)} | ${v.entryBytes > 100 * 1024 ? `${(v.entryBytes / 1024).toFixed(0)} KB` : '(module graph)'} | ${v.compileCacheBytes !== undefined ? `${(v.compileCacheBytes / 1024).toFixed(0)} KB` : '–'} |`);
   }
   const paired = rows.filter((v) => v.pairedDifference);
   if (paired.length > 0) {
@@ -71,7 +72,7 @@ export function p5Section(concurrency: number, rows: readonly P5Variant[]): stri
 
 /** Builds only `--explore` measures (bench/explore/builds.ts): their rows go to bench/EXPLORE.md. */
 export function exploratory(r: BenchResults, variant: string): boolean {
-  return variant !== 'shipped' && variant !== SENDER_AUTH_VARIANT.name && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
+  return variant !== 'shipped' && variant !== SENDER_AUTH_VARIANT.name && variant !== TELEMETRY_VARIANT && variant !== r.options.mainVariant && !(variant in r.options.customVariants);
 }
 
 /** Whether the run measured anything for bench/EXPLORE.md. */
@@ -210,7 +211,7 @@ export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): s
   L.push(`- Node.js ${m.node} (V8 ${m.v8})`);
   L.push(`- 1-minute load average: ${m.loadStart} at start, ${m.loadEnd ?? '?'} at end (other work shared the machine)`);
   L.push(`- Control plane: kube-apiserver ${r.controlPlane.versions.kubernetes}, etcd ${r.controlPlane.versions.etcd}, on loopback, started by the bench (${(r.controlPlane.startMs / 1000).toFixed(1)} s); kube-controller-manager ${r.controlPlane.controllerManager ? 'running' : 'not started (no ReplicaSets or Pods are created from the thousands of LB Deployments, so the API server serves the controller alone; `--controller-manager` turns it on)'}`);
-  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped startup snapshot, `node --snapshot-blob dist/function.blob`)' : ''}; P1 and P5 ${explored(r) ? 'compare other builds too, in bench/EXPLORE.md' : 'run the builds named by --p1-variants and --p5-variants (default shipped)'}`);
+  L.push(`- Function build for P2, P3, P4 and P6: \`${r.options.mainVariant}\`${r.options.mainVariant === 'shipped' ? ' (the shipped startup snapshot, `node --snapshot-blob dist/function.blob`)' : ''}; P1 and P5 ${explored(r) ? 'compare other builds too, in bench/EXPLORE.md' : 'run the builds named by --p1-variants and --p5-variants (default shipped, and shipped-telemetry: the same with OpenTelemetry export on)'}`);
   L.push(`- Audit log at Metadata level for every request, \`--audit-log-mode=blocking\` (it costs every request a little, the controller's and the bare GET alike)`);
   L.push('');
   L.push('## Targets');

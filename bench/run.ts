@@ -12,7 +12,7 @@ import type { BenchContext } from './lib/context.js';
 import { describeMachine, endLoad } from './lib/machine.js';
 import { repoPath } from '../tools/harness/repo-root.js';
 import { setUp, tearDown } from './lib/setup.js';
-import { parseVariantList, SENDER_AUTH_VARIANT } from './lib/variants.js';
+import { parseVariantList, SENDER_AUTH_VARIANT, TELEMETRY_VARIANT } from './lib/variants.js';
 import { EXPLORATORY_BUILDS } from './explore/builds.js';
 import { renderExplore } from './explore/report.js';
 import { explored, renderReport, ServingWakeSchema, type ServingWake } from './report.js';
@@ -31,12 +31,13 @@ started as the image starts it) in every figure, P1 to P6, and writes bench/REPO
                            what each dependency costs alone (import, startup-snapshot floor);
                            written to bench/EXPLORE.md as well
   --p1-spawns N            cold starts per variant (default 20; quick 3)
-  --p1-variants a,b        shipped, shipped-sender-auth (SENDER_AUTH=required), any --variant-entry name, and with --explore:
+  --p1-variants a,b        shipped, shipped-sender-auth (SENDER_AUTH=required), shipped-telemetry
+                           (the same with OTLP export on), any --variant-entry name, and with --explore:
                            snapshot-with-code-cache, snapshot-default-heap (no NODE_OPTIONS),
                            shipped-own-template (TEMPLATE_PATH not the default), tsc, bundle,
                            bundle-min, bundle-min-semi1 (+ NODE_OPTIONS=--max-semi-space-size=1);
                            any script variant + "-cache" (NODE_COMPILE_CACHE, primed first)
-                           (default shipped; with --explore shipped,snapshot-with-code-cache,
+                           (default shipped,shipped-telemetry; with --explore shipped,snapshot-with-code-cache,
                            snapshot-default-heap,shipped-own-template,bundle-min-semi1-cache,
                            bundle-min-cache,bundle-min,tsc-cache,tsc; quick --explore
                            shipped,snapshot-default-heap,bundle-min)
@@ -49,7 +50,7 @@ started as the image starts it) in every figure, P1 to P6, and writes bench/REPO
   --p4-repeats N           edits per size (default 3; quick 1)
   --p5-concurrency N       concurrent events for the peak (default 100; quick 20)
   --p5-repeats N           fresh processes per variant (default 3; quick 1)
-  --p5-variants a,b        as --p1-variants (default shipped; with --explore shipped,
+  --p5-variants a,b        as --p1-variants (default shipped,shipped-telemetry; with --explore shipped,
                            snapshot-with-code-cache,snapshot-default-heap,bundle-min-semi1-cache,
                            tsc; quick --explore shipped,snapshot-default-heap)
   --p6-sizes a,b,c         Gateways per resync pass (default 1000,10000; quick 10,20,40)
@@ -174,7 +175,7 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
 
 /** Fails before the control plane starts when a variant is neither shipped, nor given with --variant-entry, nor (with --explore) an exploratory build. */
 function checkVariants(o: BenchOptions): void {
-  const known = (name: string): boolean => name === 'shipped' || name === SENDER_AUTH_VARIANT.name || name in o.customVariants || (o.explore && (EXPLORATORY_BUILDS as readonly string[]).includes(name));
+  const known = (name: string): boolean => name === 'shipped' || name === SENDER_AUTH_VARIANT.name || name === TELEMETRY_VARIANT || name in o.customVariants || (o.explore && (EXPLORATORY_BUILDS as readonly string[]).includes(name));
   for (const name of new Set([...o.p1Variants, ...o.p5Variants, o.mainVariant])) {
     if (known(name) || (name.endsWith('-cache') && known(name.slice(0, -'-cache'.length)))) continue;
     const exploratory = (EXPLORATORY_BUILDS as readonly string[]).includes(name.replace(/-cache$/, ''));

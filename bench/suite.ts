@@ -5,7 +5,8 @@ import type { Machine } from './lib/machine.js';
 import { repoRoot } from '../tools/harness/repo-root.js';
 import { EXPLORE_P1_VARIANTS, EXPLORE_P5_VARIANTS, exploratoryBuilds } from './explore/builds.js';
 import { measureDependencyCosts } from './explore/dependency-costs.js';
-import { prepareVariants } from './lib/variants.js';
+import { startOtlpSink } from './lib/otlp-sink.js';
+import { prepareVariants, TELEMETRY_VARIANT } from './lib/variants.js';
 import { measureColdStart, type P1Result } from './measures/cold-start.js';
 import { measureFanOut, type P4Result } from './measures/fan-out.js';
 import { measureMemory, type P5Result } from './measures/memory.js';
@@ -58,8 +59,9 @@ export interface BenchOptions {
 
 /** Quick: small sizes, a smoke test. Explore: the exploratory builds too (quick explore: two of them). */
 export function defaultOptions(quick: boolean, explore = false): BenchOptions {
-  const p1Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap', 'bundle-min'] : EXPLORE_P1_VARIANTS) : ['shipped'];
-  const p5Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap'] : EXPLORE_P5_VARIANTS) : ['shipped'];
+  // Telemetry off (shipped) and on, interleaved: what OpenTelemetry costs the cold start and idle memory.
+  const p1Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap', 'bundle-min'] : EXPLORE_P1_VARIANTS) : ['shipped', TELEMETRY_VARIANT];
+  const p5Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap'] : EXPLORE_P5_VARIANTS) : ['shipped', TELEMETRY_VARIANT];
   const shared = { quick, explore, only: [...FIGURES], p1Variants, p5Variants, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {} };
   return quick
     ? {
@@ -111,7 +113,8 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     }
   };
   const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : []), ...(o.only.includes('P6') && o.p6Before ? [o.p6Before] : [])])];
-  const prepared = prepareVariants(names, { custom: o.customVariants, customEnv: o.customEnv, ...(o.explore ? { builds: exploratoryBuilds() } : {}) });
+  const sink = names.includes(TELEMETRY_VARIANT) ? await startOtlpSink() : undefined;
+  const prepared = prepareVariants(names, { custom: o.customVariants, customEnv: o.customEnv, ...(o.explore ? { builds: exploratoryBuilds() } : {}), ...(sink ? { otlpEndpoint: sink.url } : {}) });
   const main = prepared.byName(o.mainVariant);
   try {
     const p1 = await timed('P1', () => measureColdStart(ctx, {
@@ -135,5 +138,6 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     if (p7) results.p7 = p7;
   } finally {
     prepared.dispose();
+    await sink?.close();
   }
 }

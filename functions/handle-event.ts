@@ -11,6 +11,7 @@ import { coalescer, type Coalescer } from './coalescer.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
 import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
 import { reconcileClasses, reconcileClassesFor } from './gatewayclass/class-selection.js';
+import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry.js';
 
 // Routes one parsed event to dispatch, reconcile or the dead-letter record,
 // under one deadline for the whole invocation, and reports what happened as
@@ -31,6 +32,8 @@ export interface HandlerDeps {
   budgetMs: number;
   /** Coalesces reconciles of one Gateway within this process. */
   coalescer: Coalescer<ReconcileResult>;
+  /** Reconcile, fan-out and dead-letter metrics and spans; absent means none. */
+  telemetry?: Telemetry;
 }
 
 /** A coalescer for HandlerDeps.coalescer: one per process. */
@@ -57,7 +60,8 @@ const errorText = (e: ClassifiedError): string => `${e.class}${e.code ? ` ${e.co
 // of them stops waiting, so an invocation that has answered 503 has no run
 // left writing on its behalf.
 function reconcileOnce({ key, hint }: Target, deps: HandlerDeps, deadline: number): Promise<ReconcileResult> {
-  return deps.coalescer.run(keyText(key), deadline, (runDeadline) => withDeadline(runDeadline, () => reconcile(key, deps.reconcile, hint ? { hint } : {})));
+  const telemetry = deps.telemetry ?? NO_TELEMETRY;
+  return deps.coalescer.run(keyText(key), deadline, (runDeadline) => withDeadline(runDeadline, () => telemetry.reconcile('Gateway', keyText(key), () => reconcile(key, deps.reconcile, hint ? { hint } : {}))));
 }
 
 function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
@@ -71,9 +75,10 @@ async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: s
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
     const token = await deps.sinkToken?.();
+    deps.telemetry?.fanOut(keys.length);
     // Stop handing over while there is still time to answer (docs/design.md §11).
     const handOverBy = deadline - Math.round(deps.budgetMs * HAND_OVER_RESERVE);
-    const r = await fanOut(keys, { type: cause.type, id: cause.id }, { sink: deps.sink, handOverBy, ...(token ? { token } : {}) });
+    const r = await fanOut(keys, { type: cause.type, id: cause.id }, { sink: deps.sink, handOverBy, ...(token ? { token } : {}), ...(deps.telemetry ? { telemetry: deps.telemetry } : {}) });
     const next = afterFanOut(r.failed.length, r.unsent, cause.resync ? 'resync' : 'event');
     if (r.failed.length > 0) return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     if (r.unsent > 0) {
@@ -127,7 +132,9 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       const e = incoming.error;
       const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
       // Not coalesced with plain reconciles: it must run with what it knows.
-      const r = await reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } });
+      const telemetry = deps.telemetry ?? NO_TELEMETRY;
+      const r = await telemetry.reconcile('Gateway', keyText(incoming.key), () => reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } }));
+      telemetry.deadLetter(r.outcome);
       return { ...fromReconcile(incoming.key, r), next: afterDeadLetter(r.error, r.outcome === 'error'), outcome: `dead-letter:${r.outcome}` };
     }
     case 'ping': {

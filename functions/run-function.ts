@@ -16,7 +16,9 @@ export async function runFunction(options: { preparedTemplate?: PreparedTemplate
     const fn = await startFunction(config, defaultKubeConfig(), options);
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
       process.once(sig, () => {
-        void fn.drain(DRAIN_MS).then(() => process.exit(0));
+        // What the drained invocations recorded is exported before the exit:
+        // a Pod scaled to zero must not lose its last export interval.
+        void fn.drain(DRAIN_MS).then(() => fn.telemetry.shutdown()).then(() => process.exit(0));
       });
     }
   } catch (err) {

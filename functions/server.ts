@@ -5,6 +5,7 @@ import { PATHS } from '../events/types.js';
 import type { Handled } from './handle-event.js';
 import { answerFor, answerForSender } from './kube/retry-policy.js';
 import type { SenderAuthMode, VerifySender } from './sender-auth/sender-auth.js';
+import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry.js';
 
 // The function's HTTP front door, following the Knative Functions contract
 // (one handler for CloudEvents on POST /, plus health endpoints) on plain
@@ -43,6 +44,8 @@ export interface ServerOptions {
   ready?(): boolean;
   /** Sender authentication (SENDER_AUTH); absent means off. */
   senderAuth?: { mode: SenderAuthMode; verify: VerifySender };
+  /** A span per invocation and the events counter; absent means none. */
+  telemetry?: Telemetry;
 }
 
 export interface FunctionServer {
@@ -163,6 +166,7 @@ function reply(res: ServerResponse, status: number, message?: string): void {
 }
 
 export function createFunctionServer(opts: ServerOptions): FunctionServer {
+  const telemetry = opts.telemetry ?? NO_TELEMETRY;
   let draining = false;
   let inFlight = 0;
   let idle: (() => void) | undefined;
@@ -182,43 +186,48 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
       const started = performance.now();
       let event: CloudEventV1<unknown> | undefined;
       let sender: string | undefined;
-      try {
-        // Before the body is read or parsed: a refused sender costs no parsing
-        // and no API request.
-        if (opts.senderAuth) {
-          const verdict = await opts.senderAuth.verify(req.headers.authorization);
-          const refusal = answerForSender(opts.senderAuth.mode, verdict);
-          if (verdict.ok) sender = verdict.sender;
-          else if (refusal === undefined) opts.log.warn({ path, detail: verdict.reason, senderAuth: opts.senderAuth.mode }, 'sender not verified, served anyway');
-          if (refusal !== undefined) {
-            opts.log.warn({ path, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable', status: refusal, detail: verdict.ok ? undefined : verdict.reason, durationMs: Math.round(performance.now() - started) }, 'sender refused');
-            if (refusal === 401) res.setHeader('www-authenticate', 'Bearer');
-            else res.setHeader('retry-after', '1');
-            // Answered once the upload is over, as for 413 (see above).
-            await discardBody(req);
-            return reply(res, refusal, verdict.ok ? undefined : verdict.reason);
+      await telemetry.invocation(req.headers, async (answered) => {
+        try {
+          // Before the body is read or parsed: a refused sender costs no parsing
+          // and no API request.
+          if (opts.senderAuth) {
+            const verdict = await opts.senderAuth.verify(req.headers.authorization);
+            const refusal = answerForSender(opts.senderAuth.mode, verdict);
+            if (verdict.ok) sender = verdict.sender;
+            else if (refusal === undefined) opts.log.warn({ path, detail: verdict.reason, senderAuth: opts.senderAuth.mode }, 'sender not verified, served anyway');
+            if (refusal !== undefined) {
+              opts.log.warn({ path, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable', status: refusal, detail: verdict.ok ? undefined : verdict.reason, durationMs: Math.round(performance.now() - started) }, 'sender refused');
+              if (refusal === 401) res.setHeader('www-authenticate', 'Bearer');
+              else res.setHeader('retry-after', '1');
+              // Answered once the upload is over, as for 413 (see above).
+              await discardBody(req);
+              answered({ status: refusal, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable' });
+              return reply(res, refusal, verdict.ok ? undefined : verdict.reason);
+            }
           }
+          const body = await readBody(req, opts.bodyLimitBytes);
+          event = toCloudEvent(req, body);
+          const incoming = parseIncoming(event, path === PATHS.deadLetter);
+          const handled = await opts.handle(incoming, { type: event.type, id: event.id });
+          const answer = answerFor(handled.next, handled.ignored);
+          opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+          answered({ status: answer, eventType: event.type, eventId: event.id, ...(event.subject ? { subject: event.subject } : {}), outcome: handled.outcome });
+          reply(res, answer);
+        } catch (err) {
+          const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;
+          const message = err instanceof Error ? err.message : String(err);
+          const entry = { eventId: event?.id, type: event?.type, outcome: status === 500 ? 'internal-error' : 'rejected', status, detail: message, durationMs: Math.round(performance.now() - started) };
+          if (status === 500) opts.log.error({ ...entry, stack: err instanceof Error ? err.stack : undefined }, 'event failed');
+          else opts.log.warn(entry, 'event rejected');
+          // The unread rest of an oversized body is discarded, not parsed.
+          if (status === 413) req.resume();
+          answered({ status, ...(event ? { eventType: event.type, eventId: event.id } : {}), outcome: entry.outcome });
+          reply(res, status, message);
+        } finally {
+          inFlight--;
+          if (inFlight === 0) idle?.();
         }
-        const body = await readBody(req, opts.bodyLimitBytes);
-        event = toCloudEvent(req, body);
-        const incoming = parseIncoming(event, path === PATHS.deadLetter);
-        const handled = await opts.handle(incoming, { type: event.type, id: event.id });
-        const answer = answerFor(handled.next, handled.ignored);
-        opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
-        reply(res, answer);
-      } catch (err) {
-        const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;
-        const message = err instanceof Error ? err.message : String(err);
-        const entry = { eventId: event?.id, type: event?.type, outcome: status === 500 ? 'internal-error' : 'rejected', status, detail: message, durationMs: Math.round(performance.now() - started) };
-        if (status === 500) opts.log.error({ ...entry, stack: err instanceof Error ? err.stack : undefined }, 'event failed');
-        else opts.log.warn(entry, 'event rejected');
-        // The unread rest of an oversized body is discarded, not parsed.
-        if (status === 413) req.resume();
-        reply(res, status, message);
-      } finally {
-        inFlight--;
-        if (inFlight === 0) idle?.();
-      }
+      });
     })();
   });
   // A slow or stuck client must not hold a connection (and the drain) forever.

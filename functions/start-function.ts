@@ -9,21 +9,28 @@ import { pooledConfiguration } from './kube/pooled-client.js';
 import { issuerKeySource } from './sender-auth/issuer-keys.js';
 import { senderVerifier, type VerifySender } from './sender-auth/sender-auth.js';
 import { readSinkToken } from './sender-auth/sink-token.js';
+import { startTelemetry, type Telemetry } from './telemetry/telemetry.js';
 
 export interface RunningFunction extends FunctionServer {
   port: number;
+  /** Flushed on SIGTERM, after the drain (run-function.ts). */
+  telemetry: Telemetry;
 }
+
+const SERVICE_NAME = 'meridio-2-gateway-controller';
 
 /**
  * Wires configuration, API access, template and server together and listens.
  * `preparedTemplate`: the default template parsed ahead (the startup snapshot).
  */
-export async function startFunction(config: Config, kc: KubeConfig, options: { preparedTemplate?: PreparedTemplate } = {}): Promise<RunningFunction> {
-  const log = pino({ level: config.LOG_LEVEL, base: { fn: 'meridio-2-gateway-controller' } });
+export async function startFunction(config: Config, kc: KubeConfig, options: { preparedTemplate?: PreparedTemplate; env?: Record<string, string | undefined> } = {}): Promise<RunningFunction> {
+  const log = pino({ level: config.LOG_LEVEL, base: { fn: SERVICE_NAME } });
+  // Nothing of OpenTelemetry is loaded unless an OTLP endpoint is configured.
+  const telemetry = await startTelemetry(options.env ?? process.env, { serviceName: SERVICE_NAME, instance: config.POD_NAME }, log);
   const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
   if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
   // One connection pool for every API request of the process.
-  const configuration = pooledConfiguration(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS });
+  const configuration = pooledConfiguration(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS, telemetry });
   const api = kubeApi(kc, { configuration });
   const deps = {
     api,
@@ -39,6 +46,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     sinkToken: () => readSinkToken(config.SINK_OIDC_TOKEN_FILE),
     budgetMs: config.INVOCATION_BUDGET_MS,
     coalescer: reconcileCoalescer(),
+    telemetry,
   };
   if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
   const senderAuth = config.SENDER_AUTH === 'off' ? undefined : { mode: config.SENDER_AUTH, verify: verifierFor(config, configuration) };
@@ -46,6 +54,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     log,
     ...(senderAuth ? { senderAuth } : {}),
+    telemetry,
     handle: (incoming, event) => handleEvent(incoming, deps, event),
   });
   await new Promise<void>((resolve, reject) => {
@@ -54,8 +63,10 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   });
   const addr = fn.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
-  log.info({ port, senderAuth: config.SENDER_AUTH, ...(senderAuth ? { audience: config.SENDER_AUTH_AUDIENCE, allowedSenders: config.SENDER_AUTH_ALLOWED } : {}), controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES }, 'listening');
-  return { ...fn, port };
+  // Since the process started: what a cold start costs an event (bench P1).
+  telemetry.ready(performance.now());
+  log.info({ port, telemetry: telemetry.enabled, senderAuth: config.SENDER_AUTH, ...(senderAuth ? { audience: config.SENDER_AUTH_AUDIENCE, allowedSenders: config.SENDER_AUTH_ALLOWED } : {}), controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES }, 'listening');
+  return { ...fn, port, telemetry };
 }
 
 // Nothing of this is built with SENDER_AUTH off. With it on, the issuer's

@@ -1,5 +1,6 @@
 // What the builders of pinned Go binaries share (tools/controlplane,
-// tools/kwok, tools/knative, tools/kustomize, tools/conformance): the per-user
+// tools/kwok, tools/knative, tools/kustomize, tools/conformance,
+// tools/prometheus, tools/jaeger): the per-user
 // cache, a cross-process lock, `go build` with visible progress, and module
 // downloads (and files collected from them) through the module proxy.
 //
@@ -97,12 +98,12 @@ export function requireGo(hint: string): void {
  * `out`. Built to a temporary name and renamed: an interrupted build never
  * leaves a half-written binary that a later run would trust.
  */
-export async function goBuild(opts: { dir: string; pkg: string; out: string; ldflags?: string; trimpath?: boolean; log: Log }): Promise<void> {
+export async function goBuild(opts: { dir: string; pkg: string; out: string; ldflags?: string; trimpath?: boolean; tags?: string[]; log: Log }): Promise<void> {
   const started = Date.now();
   mkdirSync(dirname(opts.out), { recursive: true });
   const tmp = `${opts.out}.tmp-${process.pid}`;
   opts.log(`go build ${opts.pkg}`);
-  const args = ['build', '-v', ...(opts.trimpath ? ['-trimpath'] : []), ...(opts.ldflags ? ['-ldflags', opts.ldflags] : []), '-o', tmp, opts.pkg];
+  const args = ['build', '-v', ...(opts.trimpath ? ['-trimpath'] : []), ...(opts.tags?.length ? ['-tags', opts.tags.join(',')] : []), ...(opts.ldflags ? ['-ldflags', opts.ldflags] : []), '-o', tmp, opts.pkg];
   try {
     await run('go', args, opts.dir, opts.log);
     renameSync(tmp, opts.out);

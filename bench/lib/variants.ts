@@ -45,6 +45,20 @@ export interface VariantSources {
   customEnv?: Record<string, Record<string, string>>;
   /** Builds other than the shipped one (`--explore`); undefined for a name it does not know. */
   builds?: (name: string) => Variant | undefined;
+  /** Where TELEMETRY_VARIANT exports (bench/lib/otlp-sink.ts); needed only when it is asked for. */
+  otlpEndpoint?: string;
+}
+
+/** The shipped build with OpenTelemetry on: metrics and traces exported over OTLP (issue 19's "zero cost when off" is shipped vs this). */
+export const TELEMETRY_VARIANT = 'shipped-telemetry';
+
+function telemetryVariant(endpoint: string): Variant {
+  return {
+    ...SHIPPED_VARIANT,
+    name: TELEMETRY_VARIANT,
+    env: { ...SHIPPED_VARIANT.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint },
+    describe: 'the shipped startup snapshot with OTEL_EXPORTER_OTLP_ENDPOINT set: metrics (60 s interval) and traces exported to a loopback OTLP receiver',
+  };
 }
 
 function dirSize(dir: string): number {
@@ -72,10 +86,11 @@ function customVariant(name: string, entry: string, env: Record<string, string>)
  * Compile caches live in a temporary directory removed by dispose().
  */
 export function prepareVariants(names: readonly string[], sources: VariantSources = {}): PreparedVariants {
-  const { custom = {}, customEnv = {}, builds } = sources;
+  const { custom = {}, customEnv = {}, builds, otlpEndpoint } = sources;
   const base = (name: string): Variant | undefined => {
     if (name === SHIPPED_VARIANT.name) return SHIPPED_VARIANT;
     if (name === SENDER_AUTH_VARIANT.name) return SENDER_AUTH_VARIANT;
+    if (name === TELEMETRY_VARIANT && otlpEndpoint !== undefined) return telemetryVariant(otlpEndpoint);
     const entry = custom[name];
     if (entry !== undefined) return customVariant(name, entry, customEnv[name] ?? {});
     return builds?.(name);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { createNamespace } from '../lib/cluster.js';
@@ -44,6 +44,25 @@ export interface P1Variant {
    * the difference of two medians cannot. Absent for the first variant.
    */
   pairedDifference?: { ready: Summary; firstReconcile: Summary };
+  /**
+   * CPU time the process (all its threads) had used when it was ready (ms,
+   * from /proc/<pid>/task/<tid>/schedstat): what a start costs, much less
+   * moved by other work on the machine than the wall-clock figures.
+   */
+  cpuToReadyMs?: Summary;
+}
+
+/** CPU time of every thread of a process so far, in ms (Linux schedstat: nanoseconds on the CPU). */
+export function cpuMs(pid: number): number {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // a thread that ended meanwhile
+    }
+  }
+  return ns / 1e6;
 }
 
 export interface P1Result {
@@ -75,10 +94,11 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   const senders = new Map<string, Awaited<ReturnType<typeof sender>>>();
   for (const v of variants) senders.set(v.name, await sender(v));
   let next = 0;
-  const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number }> => {
+  const one = async (variant: Variant): Promise<{ ready: number; first: number; rssMb: number; cpu: number }> => {
     const name = `cold-${String(next++).padStart(4, '0')}`;
     const auth = senders.get(variant.name);
     const fn = await FunctionProcess.start({ variant, kubeconfig: identity.kubeconfig, namespaces: [ns], ...(auth ? { env: auth.env } : {}) });
+    const cpu = cpuMs(fn.pid);
     try {
       const ev = reconcileEvent({ namespace: ns, name });
       const r = await fn.post(ev, '/', auth ? { authorization: auth.authorization } : {});
@@ -88,7 +108,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       if (line.outcome !== 'applied') throw new Error(`first reconcile of ${name} (${variant.name}): outcome ${line.outcome}`);
       const rssMb = fn.memory().rssKb / 1024;
       if (!appliedWith(await getGateway(c, ns, name), 1)) throw new Error(`${name} is not Applied after its first reconcile`);
-      return { ready: fn.readyMs, first, rssMb };
+      return { ready: fn.readyMs, first, rssMb, cpu };
     } finally {
       await fn.stop();
     }
@@ -102,13 +122,14 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       if (!existsSync(v.env.NODE_COMPILE_CACHE)) throw new Error(`compile cache of ${v.name} was not written`);
     }
   }
-  const samples = new Map<string, { ready: number[]; first: number[]; rss: number[] }>();
+  const samples = new Map<string, { ready: number[]; first: number[]; rss: number[]; cpu: number[] }>();
   for (let i = 0; i < opts.spawns; i++) {
     ctx.log(`P1 round ${i + 1}/${opts.spawns}`);
     for (const v of variants) {
       const s = await one(v);
-      const acc = samples.get(v.name) ?? { ready: [], first: [], rss: [] };
+      const acc = samples.get(v.name) ?? { ready: [], first: [], rss: [], cpu: [] };
       acc.ready.push(s.ready);
+      acc.cpu.push(s.cpu);
       acc.first.push(s.first);
       acc.rss.push(s.rssMb);
       samples.set(v.name, acc);
@@ -117,7 +138,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
   const base = samples.get(variants[0]?.name ?? '');
   const paired = (mine: number[], theirs: number[] | undefined): Summary => summarize(mine.map((x, i) => x - (theirs?.[i] ?? Number.NaN)).filter((d) => !Number.isNaN(d)));
   const rows: P1Variant[] = variants.map((v, index) => {
-    const s = samples.get(v.name) ?? { ready: [], first: [], rss: [] };
+    const s = samples.get(v.name) ?? { ready: [], first: [], rss: [], cpu: [] };
     const cacheDir = opts.prepared.cacheDirs[v.name];
     return {
       variant: v.name,
@@ -130,6 +151,7 @@ export async function measureColdStart(ctx: BenchContext, opts: { spawns: number
       firstEvent: summarize(s.first.map((f, i) => f - (s.ready[i] ?? 0))),
       rssAfterFirstMb: summarize(s.rss),
       ...(index > 0 ? { pairedDifference: { ready: paired(s.ready, base?.ready), firstReconcile: paired(s.first, base?.first) } } : {}),
+      cpuToReadyMs: summarize(s.cpu),
     };
   });
 

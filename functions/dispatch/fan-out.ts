@@ -1,9 +1,10 @@
 import { HTTP } from 'cloudevents';
 import type { ReconcileData } from '../../events/incoming.js';
-import type { GatewayKey } from '../../api/gateway-key.js';
+import { keyText, type GatewayKey } from '../../api/gateway-key.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { sinkRefusalRetriable } from '../kube/retry-policy.js';
 import type { Target } from './dispatch.js';
+import { NO_TELEMETRY, type Telemetry, type TraceHeaders } from '../telemetry/telemetry.js';
 
 // One reconcile request per Gateway, posted to K_SINK (the Broker in a
 // cluster). Bounded concurrency keeps a resync of thousands of Gateways from
@@ -28,6 +29,8 @@ export interface FanOutOptions {
    * handed over by then is counted in `unsent`, not attempted.
    */
   handOverBy?: number;
+  /** A span per request, and its trace context on the event; absent means none. */
+  telemetry?: Telemetry;
 }
 
 export interface FanOutResult {
@@ -37,12 +40,16 @@ export interface FanOutResult {
   unsent: number;
 }
 
-async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number, token: string | undefined): Promise<{ ok: boolean; retriable: boolean; error: string }> {
-  const message = HTTP.binary(reconcileEvent(key, cause, hint));
+async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number, token: string | undefined, trace: TraceHeaders): Promise<{ ok: boolean; retriable: boolean; error: string }> {
+  // The request's trace context twice: as the HTTP header, for the Broker's
+  // ingress to continue, and as the CloudEvent's distributed-tracing
+  // extension, which travels with the event to the reconcile it asks for.
+  const event = reconcileEvent(key, cause, hint);
+  const message = HTTP.binary(trace.traceparent ? event.cloneWith({ traceparent: trace.traceparent, ...(trace.tracestate ? { tracestate: trace.tracestate } : {}) }) : event);
   try {
     const res = await fetch(sink, {
       method: 'POST',
-      headers: { ...(message.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: { ...(message.headers as Record<string, string>), ...trace, ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: message.body as string,
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -55,7 +62,7 @@ async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileDat
 }
 
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy } = opts;
+  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, telemetry = NO_TELEMETRY } = opts;
   const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
   let next = 0;
   const inTime = (): boolean => handOverBy === undefined || Date.now() < handOverBy;
@@ -63,7 +70,8 @@ export async function fanOut(targets: Target[], cause: ReconcileData['cause'], o
     while (next < targets.length && inTime()) {
       const target = targets[next++] as Target;
       for (let attempt = 0; ; attempt++) {
-        const r = await postOnce(sink, target, cause, timeoutMs, token);
+        if (attempt > 0) telemetry.fanOutRetry();
+        const r = await telemetry.fanOutRequest(keyText(target.key), (trace) => postOnce(sink, target, cause, timeoutMs, token, trace));
         if (r.ok) {
           result.sent++;
           break;

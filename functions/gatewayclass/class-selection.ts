@@ -3,6 +3,7 @@ import type { KubeApi } from '../kube/kube-api.js';
 import { classesDefaultingTo } from '../dispatch/class-defaults.js';
 import type { ReconcileDeps } from '../reconcile/reconcile.js';
 import { reconcileClass, type ClassReconcileResult } from './reconcile.js';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry.js';
 
 // Which GatewayClasses an event asks to reconcile, and running those
 // reconciles. A class's status depends on the class itself, on the
@@ -21,15 +22,16 @@ export async function classesForEvent(api: KubeApi, incoming: Incoming): Promise
 }
 
 /** One reconcile per class, in this invocation. */
-export async function reconcileClasses(names: readonly string[], deps: { reconcile: ReconcileDeps }): Promise<ClassReconcileResult[]> {
+export async function reconcileClasses(names: readonly string[], deps: { reconcile: ReconcileDeps; telemetry?: Telemetry }): Promise<ClassReconcileResult[]> {
   const r = deps.reconcile;
+  const telemetry = deps.telemetry ?? NO_TELEMETRY;
   const classDeps = { api: r.api, controllerName: r.settings.controllerName, template: r.template.deployment, clock: r.clock };
   const results: ClassReconcileResult[] = [];
-  for (const name of names) results.push(await reconcileClass(name, classDeps));
+  for (const name of names) results.push(await telemetry.reconcile('GatewayClass', name, () => reconcileClass(name, classDeps)));
   return results;
 }
 
 /** The classes an API event names (the resync plans its own: dispatch/resync.ts). */
-export async function reconcileClassesFor(incoming: Incoming, deps: { api: KubeApi; reconcile: ReconcileDeps }): Promise<ClassReconcileResult[]> {
+export async function reconcileClassesFor(incoming: Incoming, deps: { api: KubeApi; reconcile: ReconcileDeps; telemetry?: Telemetry }): Promise<ClassReconcileResult[]> {
   return reconcileClasses(await classesForEvent(deps.api, incoming), deps);
 }

@@ -3,6 +3,7 @@ import {
   ServerConfiguration,
   createConfiguration,
   setHeaderMiddleware,
+  wrapHttpLibrary,
   type Configuration,
   type KubeConfig,
   type RequestContext,
@@ -10,6 +11,7 @@ import {
 } from '@kubernetes/client-node';
 
 import { requestSignal } from './deadline.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
@@ -24,7 +26,7 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
  * request (a rotated token is picked up); only the first Agent is kept, like
  * client-go's cached transport, so a CA rotated on disk needs a new process.
  */
-export function pooledConfiguration(kc: KubeConfig, options: { requestTimeoutMs: number }): Configuration {
+export function pooledConfiguration(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry?: Telemetry }): Configuration {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   let shared: Dispatcher | undefined;
@@ -46,13 +48,24 @@ export function pooledConfiguration(kc: KubeConfig, options: { requestTimeoutMs:
       void fresh.close();
     },
   };
-  return createConfiguration({
+  const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
     authMethods: { default: auth },
     middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
   });
+  const telemetry = options.telemetry;
+  if (!telemetry?.enabled) return configuration;
+  // Every API request the function makes passes here: the one place its
+  // span, trace context and latency are recorded (telemetry/telemetry.ts).
+  const transport = configuration.httpApi;
+  return {
+    ...configuration,
+    httpApi: wrapHttpLibrary({
+      send: (request) => telemetry.apiRequest({ method: request.getHttpMethod(), url: request.getUrl(), setHeader: (k, v) => request.setHeaderParam(k, v) }, () => transport.send(request).toPromise()),
+    }),
+  };
 }
 
-export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number }): CustomObjectsApi {
+export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry?: Telemetry }): CustomObjectsApi {
   return new CustomObjectsApi(pooledConfiguration(kc, options));
 }

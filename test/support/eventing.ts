@@ -144,7 +144,7 @@ async function apply(m: Manifest): Promise<void> {
  * Deployments, Services and EndpointSlices would report in a cluster.
  * Idempotent: every test file may call it on the shared control plane.
  */
-async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boolean }): Promise<void> {
+async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boolean; observability: Record<string, string> }): Promise<void> {
   await ensureKnativeCrds();
   for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await apply(m);
   await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
@@ -160,6 +160,10 @@ async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boole
         // Always written, so that a run without OIDC after one with it
         // (the control plane is shared by every test file) has it off again.
         await apply(objectManifest({ ...m.object, data: { ...data, 'authentication-oidc': opts.oidc ? 'enabled' : 'disabled' } }));
+      } else if (m.object.metadata.name === 'config-observability') {
+        // Read once when each data-plane process starts; the shipped data
+        // (an example only) again for a plane started without any.
+        await apply(objectManifest({ ...m.object, data: { ...data, ...opts.observability } }));
       } else {
         await apply(m);
       }
@@ -256,9 +260,11 @@ function goEnv(extra: Record<string, string>): Record<string, string> {
 
 /**
  * Starts the data plane; `stop()` stops every process it started, also when
- * starting failed half-way (the caller's afterAll calls it).
+ * starting failed half-way (the caller's afterAll calls it). `observability`:
+ * keys of Knative's config-observability (tracing-protocol, tracing-endpoint,
+ * ...) the processes start with.
  */
-export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boolean } = {}): Promise<EventingPlane> {
+export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boolean; observability?: Record<string, string> } = {}): Promise<EventingPlane> {
   const oidc = opts.oidc ?? false;
   const assets = await ensureKnativeAssets();
   const info = clusterInfo();
@@ -284,7 +290,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
     }
   };
   try {
-    await installEventingObjects(assets, { oidc });
+    await installEventingObjects(assets, { oidc, observability: opts.observability ?? {} });
     release = await takeDispatcherLock(opts.lockTimeoutMs ?? 20 * 60 * 1000);
     // The dispatcher only logs a failed bind and carries on, dead. Other
     // Knative adapters (the ApiServerSource adapter of another test run, say)

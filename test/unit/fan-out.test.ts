@@ -8,6 +8,7 @@ import { parseIncoming } from '../../events/incoming.js';
 import { type GatewayKey } from '../../api/gateway-key.js';
 import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
 import { fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
+import { NO_TELEMETRY, type Telemetry } from '../../functions/telemetry/telemetry.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -127,6 +128,34 @@ describe('fanOut: the events', () => {
       expect(parseIncoming(event)).toEqual({ kind: 'reconcile', key: { namespace, name }, cause: CAUSE });
     }
     expect(new Set(sink.received.map((r) => r.headers['ce-id'])).size).toBe(4);
+  });
+
+  it('carries each request\'s trace context as the traceparent header and the CloudEvent extension, and counts retries', async () => {
+    const sink = await startSink((r) => (r.attempt === 1 && r.key === `${NS}/gw000` ? 503 : 204));
+    const spans: string[] = [];
+    let retries = 0;
+    // The telemetry seam as the SDK fills it (telemetry/otel.ts): one trace context per request.
+    const telemetry: Telemetry = {
+      ...NO_TELEMETRY,
+      fanOutRequest: (gateway, send) => {
+        spans.push(gateway);
+        return send({ traceparent: `00-0af7651916cd43dd8448eb211c80319c-${String(spans.length).padStart(16, '0')}-01` });
+      },
+      fanOutRetry: () => { retries++; },
+    };
+    expect(await fanOutKeys(keys(2), CAUSE, { sink: sink.url, ...FAST, telemetry })).toEqual({ sent: 2, failed: [] });
+    expect(spans.sort()).toEqual([`${NS}/gw000`, `${NS}/gw000`, `${NS}/gw001`]);
+    expect(retries).toBe(1);
+    for (const r of sink.received) {
+      expect(r.headers.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-0{15}[1-3]-01$/);
+      const event = HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>;
+      expect(event.traceparent).toBe(r.headers.traceparent);
+    }
+    // Without telemetry, neither.
+    await fanOutKeys(keys(1, 'team-b'), CAUSE, { sink: sink.url, ...FAST });
+    const plain = sink.received.find((r) => r.key.startsWith('team-b/'));
+    expect(plain?.headers.traceparent).toBeUndefined();
+    expect(plain?.headers['ce-traceparent']).toBeUndefined();
   });
 
   it('presents the OIDC token as a bearer token when there is one, and no Authorization header otherwise', async () => {

@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// Builds the pinned Prometheus server from its Go module and caches the binary
+// per version under the user's cache directory. The telemetry end-to-end test
+// pushes the function's metrics into it through its OTLP receiver
+// (`--web.enable-otlp-receiver`) and reads them back through its query API,
+// so the metric names, units and attributes are checked against the same
+// translation an operator's Prometheus applies.
+//
+// Built with `remove_all_sd`: the test needs no service discovery, and leaving
+// out the cloud providers' SDKs halves the packages to compile. Without the
+// `builtinassets` tag the web UI is not embedded; the API does not need it.
+//
+// Runs directly under Node's type stripping, on a machine that has nothing but
+// Go and Node.
+//
+// Usage: node tools/prometheus/build.mts [--print]   (--print: print the
+// resolved binary as JSON on stdout, building it first when missing)
+//
+// PROMETHEUS_BIN=<file> skips the build and uses that binary.
+import { cachedBinary, ensureBinary, goBuild, logger, requiredVersion, runAsScript, toolDir } from '../go-build.mts';
+
+const here = toolDir('prometheus', import.meta.url);
+const log = logger('prometheus');
+
+const MODULE = 'github.com/prometheus/prometheus';
+
+export interface PrometheusAssets {
+  version: string;
+  /** The prometheus server binary. */
+  binary: string;
+}
+
+/** The version is read from the wrapper go.mod, the one place it is pinned. */
+export function pinnedVersion(): string {
+  return requiredVersion(here, MODULE);
+}
+
+/** The Prometheus release of a module version: v0.316.0 is Prometheus 3.16.0. */
+export function releaseOf(moduleVersion: string): string {
+  const m = /^v0\.(\d)(\d\d)\.(\d+)$/.exec(moduleVersion);
+  return m ? `${m[1]}.${Number(m[2])}.${m[3]}` : moduleVersion;
+}
+
+/** Where the binary comes from: `$PROMETHEUS_BIN`, else the cache. */
+export function resolvePrometheus(version: string = pinnedVersion()): string {
+  return cachedBinary('PROMETHEUS_BIN', `prometheus-${version}`, 'prometheus');
+}
+
+export async function ensurePrometheus(): Promise<PrometheusAssets> {
+  const version = pinnedVersion();
+  const binary = resolvePrometheus(version);
+  await ensureBinary({
+    binary,
+    envVar: 'PROMETHEUS_BIN',
+    lock: '.prometheus-build.lock',
+    log,
+    requires: 'Prometheus; or set PROMETHEUS_BIN to a prometheus binary',
+    announce: `building prometheus (${MODULE} ${version}) without service discovery; a cold build takes about 5 minutes on 2 cores`,
+    build: () =>
+      goBuild({
+        dir: here,
+        pkg: `${MODULE}/cmd/prometheus`,
+        out: binary,
+        trimpath: true,
+        tags: ['remove_all_sd'],
+        // The version shows in `prometheus --version` and in its build-info API.
+        ldflags: `-s -w -X github.com/prometheus/common/version.Version=${releaseOf(version)}`,
+        log,
+      }),
+  });
+  return { version, binary };
+}
+
+runAsScript(import.meta.url, async () => {
+  const assets = await ensurePrometheus();
+  if (!process.argv.includes('--print')) log(`prometheus ${assets.version}: ${assets.binary}`);
+  return assets;
+}, log);
