@@ -143,7 +143,7 @@ describe('fanOut: the events', () => {
       },
       fanOutRetry: () => { retries++; },
     };
-    expect(await fanOutKeys(keys(2), CAUSE, { sink: sink.url, ...FAST, telemetry })).toEqual({ sent: 2, failed: [] });
+    expect(await fanOutKeys(keys(2), CAUSE, { sink: sink.url, ...FAST, telemetry })).toEqual({ sent: 2, failed: [], unsent: 0 });
     expect(spans.sort()).toEqual([`${NS}/gw000`, `${NS}/gw000`, `${NS}/gw001`]);
     expect(retries).toBe(1);
     for (const r of sink.received) {
