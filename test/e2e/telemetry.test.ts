@@ -138,13 +138,21 @@ describe('OpenTelemetry metrics in a real Prometheus and traces in a real Jaeger
     // --- Jaeger: one trace holds the Broker's spans, the dispatch
     // invocation, its fan-out requests, the reconcile invocations they
     // caused, and those invocations' API requests.
-    const trace = await waitFor('the edit\'s trace in Jaeger, with the reconciles it caused', async () => {
+    // Each process exports its spans in its own batches (the function at
+    // once, the Eventing data plane on its own schedule): wait until the
+    // trace holds the invocation's parent and, for every reconcile, the
+    // chain of spans up to the fan-out request that caused it.
+    const trace = await waitFor('the edit\'s trace in Jaeger, with the Broker\'s spans and the reconciles it caused', async () => {
       const [t] = await jaeger!.traces(SERVICE, { 'cloudevents.event_id': String(dispatch.eventId) });
       if (!t) return undefined;
-      const ids = new Set(reconciles.map((l) => String(l.eventId)));
-      const handled = t.spans.filter((s) => ids.has(String(tag(s, 'cloudevents.event_id'))));
-      const requests = t.spans.filter((s) => tag(s, 'kubernetes.verb') !== undefined);
-      return handled.length >= reconciles.length && requests.length > 0 ? t : undefined;
+      const inv = t.spans.find((s) => tag(s, 'cloudevents.event_id') === dispatch.eventId && serviceOf(t, s) === SERVICE);
+      if (!inv || !parentOf(t, inv)) return undefined;
+      const sent = t.spans.filter((s) => s.operationName === 'send reconcile' && parentOf(t, s)?.spanID === inv.spanID);
+      const joined = reconciles.every((l) => {
+        const span = t.spans.find((s) => tag(s, 'cloudevents.event_id') === l.eventId && s.operationName === `handle ${RECONCILE_TYPE}`);
+        return span !== undefined && ancestors(t, span).some((a) => sent.includes(a)) && t.spans.some((s) => tag(s, 'kubernetes.verb') !== undefined && ancestors(t, s).includes(span));
+      });
+      return joined ? t : undefined;
     }, { timeoutMs: 60000, intervalMs: 1000 });
 
     const invocation = trace.spans.find((s) => tag(s, 'cloudevents.event_id') === dispatch.eventId && serviceOf(trace, s) === SERVICE);
