@@ -15,11 +15,7 @@ export async function runFunction(options: { preparedTemplate?: PreparedTemplate
     const config = loadConfig();
     const fn = await startFunction(config, defaultKubeConfig(), options);
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(sig, () => {
-        // What the drained invocations recorded is exported before the exit:
-        // a Pod scaled to zero must not lose its last export interval.
-        void fn.drain(DRAIN_MS).then(() => fn.telemetry.shutdown()).then(() => process.exit(0));
-      });
+      process.once(sig, () => void fn.stop(DRAIN_MS).then(() => process.exit(0)));
     }
   } catch (err) {
     process.stderr.write(`${err instanceof ConfigError ? err.message : `startup failed: ${err instanceof Error ? err.stack : String(err)}`}\n`);

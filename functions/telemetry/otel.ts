@@ -229,10 +229,11 @@ export function otelTelemetry(signals: TelemetrySignals, service: { serviceName:
     fanOutRetry: () => fanOutRetries.add(1),
     ready: (ms) => coldStart.record(ms / 1000),
     shutdown: async () => {
-      const done = Promise.allSettled([meterProvider?.shutdown(), tracerProvider?.shutdown()]);
+      const done = Promise.allSettled([meterProvider?.shutdown(), tracerProvider?.shutdown()]).then(() => 'completed' as const);
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([done, new Promise<void>((r) => { timer = setTimeout(r, SHUTDOWN_BUDGET_MS); })]);
+      const outcome = await Promise.race([done, new Promise<'timed-out'>((r) => { timer = setTimeout(() => r('timed-out'), SHUTDOWN_BUDGET_MS); })]);
       clearTimeout(timer);
+      return outcome;
     },
   };
 }

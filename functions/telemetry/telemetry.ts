@@ -66,9 +66,12 @@ export interface Telemetry {
   fanOutRetry(): void;
   /** The process is ready: `ms` since it started. */
   ready(ms: number): void;
-  /** Exports what is still buffered; called once, after the drain on SIGTERM. */
-  shutdown(): Promise<void>;
+  /** Exports what is still buffered; called once, after the drain on SIGTERM. Export errors are logged as they happen. */
+  shutdown(): Promise<ShutdownOutcome>;
 }
+
+/** `completed`: every exporter finished (or gave up) within the budget; `timed-out`: the exit did not wait longer. */
+export type ShutdownOutcome = 'completed' | 'timed-out' | 'off';
 
 export const NO_TELEMETRY: Telemetry = {
   enabled: false,
@@ -80,7 +83,7 @@ export const NO_TELEMETRY: Telemetry = {
   fanOutRequest: (_gateway, send) => send({}),
   fanOutRetry: () => undefined,
   ready: () => undefined,
-  shutdown: async () => undefined,
+  shutdown: async () => 'off',
 };
 
 /** Which signals are exported, from the standard OpenTelemetry SDK variables. */

@@ -188,6 +188,11 @@ describe('OpenTelemetry metrics in a real Prometheus and traces in a real Jaeger
 
     // --- Prometheus: the metrics arrive with the flush on SIGTERM.
     await fn.stop();
+    // It exited by itself (not the harness's SIGKILL after 30 s), its flush
+    // finished within the budget, and no export failed along the way.
+    const stopped = f.logs.find((l) => l.msg === 'stopped');
+    expect({ exit: f.exit, stopped: stopped && { telemetry: stopped.telemetry }, exportFailures: f.logs.filter((l) => String(l.msg).startsWith('telemetry')) })
+      .toEqual({ exit: { code: 0, signal: null }, stopped: { telemetry: 'completed' }, exportFailures: [] });
     const job = `{job="${SERVICE}",instance="fn-${ns()}"}`;
     const reconciled = await waitFor('the reconcile counter in Prometheus', async () => {
       const r = await prometheus!.query(`sum by (controller_outcome) (controller_reconciles_total${job.replace('}', ',controller_kind="Gateway"}')})`);

@@ -1,8 +1,10 @@
 // The function's HTTP front door on loopback, with real HTTP requests. The
 // handler is a stub: what is under test is the routing, the CloudEvents
 // binding, the answers Knative acts on, the body limit and the drain.
+import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CloudEvent, HTTP } from 'cloudevents';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { sendEvent } from '../../tools/dev/post-event.js';
 import type { Incoming } from '../../events/incoming.js';
 import { apiServerEvent, reconcileEvent } from '../../events/outgoing.js';
@@ -426,6 +428,42 @@ describe('graceful drain', () => {
     await fn.drain(2_000_000_000);
     expect(closed).toBe(1);
     expect(fn.server.listening).toBe(false);
+  });
+
+  it('a client that keeps its kept-alive connection busy does not hold the drain', async () => {
+    const { url, fn } = await start();
+    // One connection, reused for every request: a sender that retries each
+    // 503 at once on it, as the Broker's dispatcher may. Node answers on a
+    // closing server with `connection: close`, which drain relies on.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const { port } = new URL(url);
+    const post = (): Promise<number> => new Promise((resolve) => {
+      const m = HTTP.binary(reconcileEvent(KEY));
+      const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: m.headers as Record<string, string> }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', () => resolve(0));
+      req.end(m.body as string);
+    });
+    let drained = false;
+    const answers: number[] = [];
+    const sender = (async () => {
+      while (!drained) {
+        answers.push(await post());
+        if (answers.length > 10000) break;
+      }
+    })();
+    await waitFor('the sender is under way', () => (answers.length >= 3 ? true : undefined), { timeoutMs: 10000, intervalMs: 5 });
+    // A timeout far beyond the test's own: only the busy connection's close lets this return.
+    await fn.drain(2_000_000_000);
+    drained = true;
+    await sender;
+    agent.destroy();
+    expect(fn.server.listening).toBe(false);
+    // It was refused while draining (or saw its connection closed), never served.
+    expect(answers.filter((s) => s !== 204 && s !== 503 && s !== 0)).toEqual([]);
+    expect(answers.length).toBeLessThan(10000);
   });
 
   it('drain gives up waiting after its timeout, even if a handler never finishes', async () => {

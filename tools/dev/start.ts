@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   const port = settings.port === 0 ? await freePort() : settings.port;
   const self = `http://127.0.0.1:${port}/`;
   const fn = await startFunction({ ...config, PORT: port, K_SINK: config.K_SINK ?? self }, kcs.functionKc);
-  cleanups.push({ what: 'the function', stop: () => fn.drain(DRAIN_MS) });
+  cleanups.push({ what: 'the function', stop: () => fn.stop(DRAIN_MS) });
   notice(`function listening on ${self} (K_SINK ${config.K_SINK ?? 'is the function itself'}; logs at level ${config.LOG_LEVEL}, set LOG_LEVEL to change)`);
 
   const source = await startLocalEventSource({

@@ -227,6 +227,11 @@ export class FunctionProcess {
     this.logs = [];
   }
 
+  /** How the process ended: undefined while it runs. */
+  get exit(): { code: number | null; signal: NodeJS.Signals | null } | undefined {
+    return this.proc.exitCode === null && this.proc.signalCode === null ? undefined : { code: this.proc.exitCode, signal: this.proc.signalCode };
+  }
+
   /** SIGKILL, no cleanup: the crash case. */
   async kill9(): Promise<void> {
     await this.signal('SIGKILL');
