@@ -4,14 +4,14 @@ import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/
 import { fanOut } from './dispatch/fan-out.js';
 import { resyncPass } from './dispatch/resync.js';
 import { classifyError, type ClassifiedError } from './kube/classify-error.js';
-import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, HAND_OVER_RESERVE, type Delivery } from './kube/retry-policy.js';
-import { deadlineIn, withDeadline } from './kube/deadline.js';
+import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery } from './kube/retry-policy.js';
+import { deadlineIn, handOverBy, withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
 import { coalescer, type Coalescer } from './coalescer.js';
 import { reconcile, type ReconcileDeps, type ReconcileResult } from './reconcile/reconcile.js';
 import type { ClassReconcileResult } from './gatewayclass/reconcile.js';
 import { reconcileClasses, reconcileClassesFor } from './gatewayclass/class-selection.js';
-import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry.js';
+import type { Telemetry } from './telemetry/telemetry.js';
 
 // Routes one parsed event to dispatch, reconcile or the dead-letter record,
 // under one deadline for the whole invocation, and reports what happened as
@@ -32,8 +32,8 @@ export interface HandlerDeps {
   budgetMs: number;
   /** Coalesces reconciles of one Gateway within this process. */
   coalescer: Coalescer<ReconcileResult>;
-  /** Reconcile, fan-out and dead-letter metrics and spans; absent means none. */
-  telemetry?: Telemetry;
+  /** Reconcile, fan-out and dead-letter metrics and spans (NO_TELEMETRY for none). */
+  telemetry: Telemetry;
 }
 
 /** A coalescer for HandlerDeps.coalescer: one per process. */
@@ -60,29 +60,28 @@ const errorText = (e: ClassifiedError): string => `${e.class}${e.code ? ` ${e.co
 // of them stops waiting, so an invocation that has answered 503 has no run
 // left writing on its behalf.
 function reconcileOnce({ key, hint }: Target, deps: HandlerDeps, deadline: number): Promise<ReconcileResult> {
-  const telemetry = deps.telemetry ?? NO_TELEMETRY;
-  return deps.coalescer.run(keyText(key), deadline, (runDeadline) => withDeadline(runDeadline, () => telemetry.reconcile('Gateway', keyText(key), () => reconcile(key, deps.reconcile, hint ? { hint } : {}))));
+  return deps.coalescer.run(keyText(key), deadline, (runDeadline) => withDeadline(runDeadline, () => deps.telemetry.reconcile('Gateway', keyText(key), () => reconcile(key, deps.reconcile, hint ? { hint } : {}))));
 }
 
 function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
   return { next: r.next, outcome: r.outcome, gateway: keyText(key), ...(r.error ? { detail: errorText(r.error) } : {}) };
 }
 
-async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string; resync?: true }, deadline: number): Promise<Handled> {
+/** What asked for the reconciles: a resync pass leaves what it could not hand over to the next pass; an API event is delivered again for it. */
+type Origin = 'resync' | 'event';
+
+async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }, origin: Origin, deadline: number): Promise<Handled> {
   if (keys.length === 0) return { next: 'settle', outcome: 'no-gateway-affected', gateways: 0 };
   // One Gateway: reconcile it in this invocation, no extra hop.
   const [only] = keys;
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
     const token = await deps.sinkToken?.();
-    deps.telemetry?.fanOut(keys.length);
-    // Stop handing over while there is still time to answer (docs/design.md §11).
-    const handOverBy = deadline - Math.round(deps.budgetMs * HAND_OVER_RESERVE);
-    const r = await fanOut(keys, { type: cause.type, id: cause.id }, { sink: deps.sink, handOverBy, ...(token ? { token } : {}), ...(deps.telemetry ? { telemetry: deps.telemetry } : {}) });
-    const next = afterFanOut(r.failed.length, r.unsent, cause.resync ? 'resync' : 'event');
+    const r = await fanOut(keys, { type: cause.type, id: cause.id }, { sink: deps.sink, handOverBy: handOverBy(deadline, deps.budgetMs), telemetry: deps.telemetry, ...(token ? { token } : {}) });
+    const next = afterFanOut(r.failed.length, r.unsent, origin);
     if (r.failed.length > 0) return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     if (r.unsent > 0) {
-      const rest = cause.resync ? 'the next pass reconciles the rest' : 'delivered again for the rest';
+      const rest = origin === 'resync' ? 'the next pass reconciles the rest' : 'delivered again for the rest';
       return { next, outcome: 'fanned-out-partly', gateways: keys.length, detail: `${r.sent} of ${keys.length} handed over before the invocation's time ran out; ${rest}` };
     }
     return { next, outcome: 'fanned-out', gateways: keys.length };
@@ -132,20 +131,19 @@ async function route(incoming: Incoming, deps: HandlerDeps, event: { type: strin
       const e = incoming.error;
       const message = `last delivery${e.destination ? ` to ${e.destination}` : ''} answered ${e.code ?? 'no status'}${e.data ? `: ${e.data}` : ''}`;
       // Not coalesced with plain reconciles: it must run with what it knows.
-      const telemetry = deps.telemetry ?? NO_TELEMETRY;
-      const r = await telemetry.reconcile('Gateway', keyText(incoming.key), () => reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } }));
-      telemetry.deadLetter(r.outcome);
+      const r = await deps.telemetry.reconcile('Gateway', keyText(incoming.key), () => reconcile(incoming.key, deps.reconcile, { retriesExhausted: { message } }));
+      deps.telemetry.deadLetter(r.outcome);
       return { ...fromReconcile(incoming.key, r), next: afterDeadLetter(r.error, r.outcome === 'error'), outcome: `dead-letter:${r.outcome}` };
     }
     case 'ping': {
       // Only what drifted is reconciled (dispatch/resync.ts).
       const pass = await resyncPass(deps.api, deps.scope, deps.reconcile);
       const classes = await reconcileClasses(pass.classes, deps);
-      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, { ...event, resync: true }, deadline)), planned: pass.gateways, requests: pass.requests };
+      return { ...withClasses(classes, await reconcileMany(pass.targets, deps, event, 'resync', deadline)), planned: pass.gateways, requests: pass.requests };
     }
     case 'apiserver': {
       const classes = await reconcileClassesFor(incoming, deps);
-      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming, deps.reconcile), deps, event, deadline));
+      return withClasses(classes, await reconcileMany(await targetsForApiEvent(deps.api, deps.scope, incoming, deps.reconcile), deps, event, 'event', deadline));
     }
   }
 }

@@ -29,7 +29,7 @@ export interface FanOutOptions {
    * handed over by then is counted in `unsent`, not attempted.
    */
   handOverBy?: number;
-  /** A span per request, and its trace context on the event; absent means none. */
+  /** The fan-out's size, a span per request, and its trace context on the event; absent means none. */
   telemetry?: Telemetry;
 }
 
@@ -64,6 +64,7 @@ async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileDat
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
   const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, telemetry = NO_TELEMETRY } = opts;
   const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
+  telemetry.fanOut(targets.length);
   let next = 0;
   const inTime = (): boolean => handOverBy === undefined || Date.now() < handOverBy;
   const worker = async (): Promise<void> => {

@@ -34,6 +34,12 @@ export function requestSignal(requestTimeoutMs: number): AbortSignal {
 /** The deadline of a budget of `ms` that starts now (ms since the epoch). */
 export const deadlineIn = (ms: number): number => Date.now() + ms;
 
+/** The share of an invocation's budget kept for answering after a fan-out stops handing over. */
+export const HAND_OVER_RESERVE = 0.1;
+
+/** When a fan-out under `deadline` stops handing over, so that the invocation still answers in time (docs/design.md §11). */
+export const handOverBy = (deadline: number, budgetMs: number): number => deadline - Math.round(budgetMs * HAND_OVER_RESERVE);
+
 /**
  * Runs `fn` until `deadline` (ms since the epoch): API requests made inside
  * abort when it passes, and the returned promise rejects with

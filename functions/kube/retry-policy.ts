@@ -95,9 +95,6 @@ export function afterFanOut(undelivered: number, unsent = 0, cause: 'resync' | '
   return unsent > 0 && cause === 'event' ? 'redeliver' : 'settle';
 }
 
-/** The share of an invocation's budget kept for answering after a fan-out stops handing over. */
-export const HAND_OVER_RESERVE = 0.1;
-
 /** Dispatch could not read what it needed, or the invocation's budget ran out: nothing was decided. */
 export const afterDispatchFailure = (): Delivery => 'redeliver';
 

@@ -130,10 +130,11 @@ describe('fanOut: the events', () => {
     expect(new Set(sink.received.map((r) => r.headers['ce-id'])).size).toBe(4);
   });
 
-  it('carries each request\'s trace context as the traceparent header and the CloudEvent extension, and counts retries', async () => {
+  it('carries each request\'s trace context as the traceparent header and the CloudEvent extension, and records the size and retries', async () => {
     const sink = await startSink((r) => (r.attempt === 1 && r.key === `${NS}/gw000` ? 503 : 204));
     const spans: string[] = [];
     let retries = 0;
+    const sizes: number[] = [];
     // The telemetry seam as the SDK fills it (telemetry/otel.ts): one trace context per request.
     const telemetry: Telemetry = {
       ...NO_TELEMETRY,
@@ -142,10 +143,12 @@ describe('fanOut: the events', () => {
         return send({ traceparent: `00-0af7651916cd43dd8448eb211c80319c-${String(spans.length).padStart(16, '0')}-01` });
       },
       fanOutRetry: () => { retries++; },
+      fanOut: (size) => { sizes.push(size); },
     };
     expect(await fanOutKeys(keys(2), CAUSE, { sink: sink.url, ...FAST, telemetry })).toEqual({ sent: 2, failed: [], unsent: 0 });
     expect(spans.sort()).toEqual([`${NS}/gw000`, `${NS}/gw000`, `${NS}/gw001`]);
     expect(retries).toBe(1);
+    expect(sizes).toEqual([2]);
     for (const r of sink.received) {
       expect(r.headers.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-0{15}[1-3]-01$/);
       const event = HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>;
