@@ -52,7 +52,7 @@ export async function ensureConformanceSuite(): Promise<ConformanceAssets> {
     lock: '.conformance-build.lock',
     log,
     requires: `the Gateway API conformance suite ${version}`,
-    announce: `building the Gateway API conformance suite ${version} into ${binary}; a cold build downloads modules and compiles about a thousand packages: expect 3-8 minutes on 2 cores`,
+    announce: `building the Gateway API conformance suite ${version} into ${binary}; a cold build downloads modules and compiles about a thousand packages: expect about 2 minutes on 2 quiet cores, more under load`,
     build: () => goTestCompile({ dir: here, pkg: './suite', out: binary, log }),
   });
   return { version, binary };

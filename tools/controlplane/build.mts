@@ -83,7 +83,7 @@ async function buildBinaries(v: PinnedVersions, bins: Record<BinaryName, string>
     '-s', '-w',
   ].join(' ');
   log(`building ${missing.map((b) => b.name).join(', ')} (kubernetes ${v.kubernetes}, etcd ${v.etcd}) into ${dir}`);
-  log('a cold build downloads modules and compiles a few thousand packages: expect 10-25 minutes on 2 cores');
+  log('a cold build downloads modules and compiles a few thousand packages: expect about 8 minutes on 2 quiet cores, more under load');
   for (const b of missing) await goBuild({ dir: here, pkg: b.pkg, out: join(dir, b.name), ldflags, log });
 }
 

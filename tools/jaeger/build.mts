@@ -45,7 +45,7 @@ export async function ensureJaeger(): Promise<JaegerAssets> {
     lock: '.jaeger-build.lock',
     log,
     requires: 'Jaeger; or set JAEGER_BIN to a jaeger binary',
-    announce: `building jaeger (${MODULE} ${version}); a cold build takes about 10 minutes on 2 cores`,
+    announce: `building jaeger (${MODULE} ${version}); a cold build takes about 5 minutes on 2 quiet cores, more under load`,
     build: () => goBuild({ dir: here, pkg: `${MODULE}/cmd/jaeger`, out: binary, trimpath: true, ldflags: '-s -w', log }),
   });
   return { version, binary };

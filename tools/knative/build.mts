@@ -145,7 +145,7 @@ async function buildServingBinaries(v: KnativeVersions): Promise<Record<ServingK
   if (process.env.KNATIVE_SERVING_ASSETS) throw new Error(`missing in KNATIVE_SERVING_ASSETS: ${missing.map((k) => out[k]).join(', ')}`);
   requireGo('the Knative Serving binaries');
   log(`building ${Object.keys(out).length} Knative Serving binaries (knative.dev/serving ${v.serving}) in one go build`);
-  log('with the Eventing build in the Go build cache, about 350 more packages: expect 5-10 minutes on 2 cores');
+  log('with the Eventing build in the Go build cache, about 350 more packages: expect about a minute on 2 quiet cores');
   await goBuildMany({ dir: here, pkgs: Object.values(SERVING_BINARIES), outDir: servingBinDir(v), trimpath: true, ldflags: '-s -w', log });
   return out;
 }
@@ -173,7 +173,7 @@ async function buildBinaries(v: KnativeVersions): Promise<Record<BinaryKey, stri
   if (process.env.KNATIVE_ASSETS) throw new Error(`missing in KNATIVE_ASSETS: ${missing.map(binaryName).join(', ')}`);
   requireGo('the Knative Eventing binaries');
   log(`building ${missing.length} Knative Eventing binaries (knative.dev/eventing ${v.eventing}) in one go build`);
-  log('a cold build downloads modules and compiles about 1500 packages: expect 8-15 minutes on 2 cores');
+  log('a cold build downloads modules and compiles about 1500 packages: expect about 3 minutes on 2 quiet cores, more under load');
   // One invocation for the upstream ones: they share almost every dependency.
   const upstream = missing.filter((k) => k !== 'controllers');
   if (upstream.length > 0) await goBuildMany({ dir: here, pkgs: upstream.map((k) => BINARIES[k]), outDir: binDir(v), trimpath: true, ldflags: '-s -w', log });

@@ -71,7 +71,7 @@ export async function ensureKwok(): Promise<KwokAssets> {
     lock: '.kwok-build.lock',
     log,
     requires: 'KWOK; or set KWOK_BIN to a kwok binary',
-    announce: `building kwok (${MODULE} ${version}); a cold build compiles about 900 packages: expect 3-8 minutes on 2 cores`,
+    announce: `building kwok (${MODULE} ${version}); a cold build compiles about 900 packages: expect about 2 minutes on 2 quiet cores, more under load`,
     build: () => goBuild({ dir: here, pkg: `${MODULE}/cmd/kwok`, out: binary, trimpath: true, ldflags: '-s -w', log }),
   });
   return { version, binary, stages: await withLock('.kwok-stages.lock', log, async () => collectStages(version)) };
