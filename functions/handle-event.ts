@@ -4,7 +4,7 @@ import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/
 import { fanOut } from './dispatch/fan-out.js';
 import { resyncPass } from './dispatch/resync.js';
 import { classifyError, type ClassifiedError } from './kube/classify-error.js';
-import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery } from './kube/retry-policy.js';
+import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery, type FanOutOrigin } from './kube/retry-policy.js';
 import { deadlineIn, handOverBy, withDeadline } from './kube/deadline.js';
 import type { KubeApi } from './kube/kube-api.js';
 import { coalescer, type Coalescer } from './coalescer.js';
@@ -67,17 +67,16 @@ function fromReconcile(key: GatewayKey, r: ReconcileResult): Handled {
   return { next: r.next, outcome: r.outcome, gateway: keyText(key), ...(r.error ? { detail: errorText(r.error) } : {}) };
 }
 
-/** What asked for the reconciles: a resync pass leaves what it could not hand over to the next pass; an API event is delivered again for it. */
-type Origin = 'resync' | 'event';
-
-async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }, origin: Origin, deadline: number): Promise<Handled> {
+// `origin`: a resync pass leaves what it could not hand over to the next
+// pass; an API event is delivered again for it (retry-policy.ts).
+async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: string; id: string }, origin: FanOutOrigin, deadline: number): Promise<Handled> {
   if (keys.length === 0) return { next: 'settle', outcome: 'no-gateway-affected', gateways: 0 };
   // One Gateway: reconcile it in this invocation, no extra hop.
   const [only] = keys;
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
     const token = await deps.sinkToken?.();
-    const r = await fanOut(keys, { type: cause.type, id: cause.id }, { sink: deps.sink, handOverBy: handOverBy(deadline, deps.budgetMs), telemetry: deps.telemetry, ...(token ? { token } : {}) });
+    const r = await fanOut(keys, cause, { sink: deps.sink, handOverBy: handOverBy(deadline, deps.budgetMs), telemetry: deps.telemetry, ...(token ? { token } : {}) });
     const next = afterFanOut(r.failed.length, r.unsent, origin);
     if (r.failed.length > 0) return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     if (r.unsent > 0) {

@@ -19,7 +19,6 @@ import {
 import { isNotFound } from './classify-error.js';
 import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { pooledConfiguration } from './pooled-client.js';
-import type { Telemetry } from '../telemetry/telemetry.js';
 import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
 // The one typed doorway to the API server. Every object goes through the
@@ -109,10 +108,11 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /**
  * `configuration`: a connection pool to share (start-function.ts gives the
  * sender verifier's key reads the same one, so the first event after a cold
- * start opens one TLS connection, not two); it then carries its own telemetry.
+ * start opens one TLS connection, not two), with its telemetry; without it,
+ * a pool of its own with `requestTimeoutMs`.
  */
-export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; configuration?: Configuration; telemetry?: Telemetry } = {}): KubeApi {
-  const configuration = options.configuration ?? pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
+export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; configuration?: Configuration } = {}): KubeApi {
+  const configuration = options.configuration ?? pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
   const api = new CustomObjectsApi(configuration);
   const core = new CoreV1Api(configuration);
 

@@ -83,6 +83,9 @@ export function afterDeadLetter(error: ClassifiedError | undefined, failedOutrig
   return error?.class === 'transient' && failedOutright ? 'redeliver' : 'settle';
 }
 
+/** What asked for a fan-out: a resync pass, or an API event. */
+export type FanOutOrigin = 'resync' | 'event';
+
 /**
  * After a fan-out. A request the sink refused: the event comes again. Requests
  * not handed over because the invocation's time ran out: an API event comes
@@ -90,9 +93,9 @@ export function afterDeadLetter(error: ClassifiedError | undefined, failedOutrig
  * resync pass settles, because the next pass picks up the rest, and a ping
  * redelivered would plan every Gateway again only to hand over as few.
  */
-export function afterFanOut(undelivered: number, unsent = 0, cause: 'resync' | 'event' = 'event'): Delivery {
+export function afterFanOut(undelivered: number, unsent = 0, origin: FanOutOrigin = 'event'): Delivery {
   if (undelivered > 0) return 'redeliver';
-  return unsent > 0 && cause === 'event' ? 'redeliver' : 'settle';
+  return unsent > 0 && origin === 'event' ? 'redeliver' : 'settle';
 }
 
 /** Dispatch could not read what it needed, or the invocation's budget ran out: nothing was decided. */

@@ -2,7 +2,7 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig } from './cluster.js';
-import { buildInstall, parseManifests, serverSideApply, type Manifest } from './install.js';
+import { applyManifest, buildInstall, objectManifest } from './install.js';
 
 // Installs the shipped event wiring of infra/knative/ (Broker, Triggers,
 // ApiServerSource, PingSource and the Knative Service they point at) into a
@@ -84,11 +84,7 @@ export async function renderEventWiring(dir: string): Promise<Obj[]> {
   return all.map((m) => m.object as unknown as Obj).filter((o) => KINDS.has(o.kind) && (o.kind !== 'Service' || o.apiVersion.startsWith('serving.knative.dev/')));
 }
 
-async function apply(obj: Obj): Promise<void> {
-  const m: Manifest = parseManifests(JSON.stringify(obj), `${obj.kind} ${obj.metadata.name}`)[0] as Manifest;
-  const r = await serverSideApply(m, { dryRun: false });
-  if (r.status >= 300) throw new Error(`apply ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
-}
+const apply = (obj: Obj): Promise<void> => applyManifest(objectManifest(obj as unknown as Record<string, unknown>));
 
 const AddressedSchema = z.object({ status: z.object({ address: z.object({ url: z.string().url(), audience: z.string().optional() }) }) });
 const SubscriberSchema = z.object({ status: z.object({ subscriberUri: z.string().url() }) });

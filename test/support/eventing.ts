@@ -9,7 +9,7 @@ import { startClusterDnsProxy, type ClusterDnsProxy } from './cluster-dns-proxy.
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { adminConfig, clusterInfo } from './cluster.js';
 import { startGoProcess, tail, type GoProcess } from './go-process.js';
-import { ensureKnativeCrds, parseManifests, serverSideApply, type Manifest } from './install.js';
+import { applyManifest, ensureKnativeCrds, localEndpointSlice, manifestsOf, objectManifest } from './install.js';
 
 // The real Knative Eventing data plane (MT channel-based Broker over the
 // in-memory channel), out of cluster, on the shared test control plane:
@@ -124,19 +124,6 @@ function accepts(port: number): Promise<boolean> {
 
 // --- Cluster objects.
 
-function manifestsOf(file: string): Manifest[] {
-  return parseManifests(readFileSync(file, 'utf8'), file);
-}
-
-function objectManifest(obj: Record<string, unknown>): Manifest {
-  const text = JSON.stringify(obj);
-  return parseManifests(text, 'generated')[0] as Manifest;
-}
-
-async function apply(m: Manifest): Promise<void> {
-  const r = await serverSideApply(m, { dryRun: false });
-  if (r.status >= 300) throw new Error(`apply ${m.object.kind} ${m.object.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
-}
 
 /**
  * What the data plane reads from the cluster: the Eventing CRDs (core and the
@@ -146,8 +133,8 @@ async function apply(m: Manifest): Promise<void> {
  */
 async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boolean; observability: Record<string, string> }): Promise<void> {
   await ensureKnativeCrds();
-  for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await apply(m);
-  await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
+  for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await applyManifest(m);
+  await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
   const configs = join(assets.eventingConfig, 'core', 'configmaps');
   for (const f of readdirSync(configs).filter((x) => x.endsWith('.yaml')).sort()) {
     for (const m of manifestsOf(join(configs, f))) {
@@ -155,47 +142,40 @@ async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boole
       // reads that line. The rest of config-logging stays as shipped.
       const data = (m.object as { data?: Record<string, string> }).data ?? {};
       if (m.object.metadata.name === 'config-logging') {
-        await apply(objectManifest({ ...m.object, data: { ...data, 'loglevel.mt_broker_filter': 'debug' } }));
+        await applyManifest(objectManifest({ ...m.object, data: { ...data, 'loglevel.mt_broker_filter': 'debug' } }));
       } else if (m.object.metadata.name === 'config-features') {
         // Always written, so that a run without OIDC after one with it
         // (the control plane is shared by every test file) has it off again.
-        await apply(objectManifest({ ...m.object, data: { ...data, 'authentication-oidc': opts.oidc ? 'enabled' : 'disabled' } }));
+        await applyManifest(objectManifest({ ...m.object, data: { ...data, 'authentication-oidc': opts.oidc ? 'enabled' : 'disabled' } }));
       } else if (m.object.metadata.name === 'config-observability') {
         // Read once when each data-plane process starts; the shipped data
         // (an example only) again for a plane started without any.
-        await apply(objectManifest({ ...m.object, data: { ...data, ...opts.observability } }));
+        await applyManifest(objectManifest({ ...m.object, data: { ...data, ...opts.observability } }));
       } else {
-        await apply(m);
+        await applyManifest(m);
       }
     }
   }
-  for (const m of manifestsOf(join(assets.eventingConfig, 'channels', 'in-memory-channel', 'configmaps', 'event-dispatcher.yaml'))) await apply(m);
+  for (const m of manifestsOf(join(assets.eventingConfig, 'channels', 'in-memory-channel', 'configmaps', 'event-dispatcher.yaml'))) await applyManifest(m);
   // The broker ingress sends to the Broker's channel as this ServiceAccount
   // when OIDC is on (the channel's EventPolicy, made by the Broker
   // reconciler, admits only it).
-  for (const m of manifestsOf(join(assets.eventingConfig, 'brokers', 'mt-channel-broker', 'roles', 'ingress-serviceaccount-oidc.yaml'))) await apply(m);
+  for (const m of manifestsOf(join(assets.eventingConfig, 'brokers', 'mt-channel-broker', 'roles', 'ingress-serviceaccount-oidc.yaml'))) await applyManifest(m);
 
   // The IMC reconciler marks channels ready only when the dispatcher
   // Deployment is Available; with replicas 0, kube-controller-manager says so.
-  await apply(objectManifest(deployment('imc-dispatcher', 'dispatcher', 0)));
+  await applyManifest(objectManifest(deployment('imc-dispatcher', 'dispatcher', 0)));
   // The PingSource reconciler requires the shared adapter Deployment and
   // scales it to 1. No Pod ever runs here (no scheduler, no kubelet); with
   // maxUnavailable 1 the Deployment is still Available, which is all the
   // reconciler reads. The adapter itself runs as a process (startPing).
-  await apply(objectManifest(deployment('pingsource-mt-adapter', 'dispatcher', 0, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } })));
+  await applyManifest(objectManifest(deployment('pingsource-mt-adapter', 'dispatcher', 0, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } })));
   // Pods of that Deployment need the namespace's default ServiceAccount,
   // which no serviceaccount controller creates here.
-  await apply(objectManifest({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: SYSTEM_NAMESPACE } }));
+  await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: SYSTEM_NAMESPACE } }));
   for (const svc of ['imc-dispatcher', 'broker-ingress', 'broker-filter']) {
-    await apply(objectManifest({ apiVersion: 'v1', kind: 'Service', metadata: { name: svc, namespace: SYSTEM_NAMESPACE }, spec: { selector: { app: svc }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } }));
-    await apply(objectManifest({
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      metadata: { name: `${svc}-local`, namespace: SYSTEM_NAMESPACE, labels: { 'kubernetes.io/service-name': svc } },
-      addressType: 'IPv4',
-      endpoints: [{ addresses: [PLACEHOLDER_ENDPOINT], conditions: { ready: true } }],
-      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    }));
+    await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'Service', metadata: { name: svc, namespace: SYSTEM_NAMESPACE }, spec: { selector: { app: svc }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } }));
+    await applyManifest(objectManifest(localEndpointSlice(svc, SYSTEM_NAMESPACE, PLACEHOLDER_ENDPOINT, [{ name: 'http', port: 8080 }])));
   }
   const apps = adminConfig().makeApiClient(AppsV1Api);
   await waitFor('imc-dispatcher and pingsource-mt-adapter Available', async () => {

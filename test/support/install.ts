@@ -190,6 +190,37 @@ export async function serverSideApply(manifest: Manifest, opts: { dryRun: boolea
   return outcomeOf(await adminRequest('PATCH', `${item}?${query.toString()}`, manifest.text, 'application/apply-patch+yaml'));
 }
 
+/** Every document of a manifest file. */
+export function manifestsOf(file: string): Manifest[] {
+  return parseManifests(readFileSync(file, 'utf8'), file);
+}
+
+/** An object built in code, as a manifest (its JSON is its text). */
+export function objectManifest(obj: Record<string, unknown>): Manifest {
+  return parseManifests(JSON.stringify(obj), 'generated')[0] as Manifest;
+}
+
+/** Server-side apply that persists, failing on any refusal. */
+export async function applyManifest(m: Manifest): Promise<void> {
+  const r = await serverSideApply(m, { dryRun: false });
+  if (r.status >= 300) throw new Error(`apply ${m.object.kind} ${m.object.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
+}
+
+/**
+ * The EndpointSlice of a Service whose endpoint is a process on this machine,
+ * not a Pod: no endpoint controller writes one here, so the test does.
+ */
+export function localEndpointSlice(service: string, namespace: string, address: string, ports: { name: string; port: number }[]): Record<string, unknown> {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: `${service}-local`, namespace, labels: { 'kubernetes.io/service-name': service } },
+    addressType: 'IPv4',
+    endpoints: [{ addresses: [address], conditions: { ready: true } }],
+    ports: ports.map((p) => ({ name: p.name, port: p.port, protocol: 'TCP' })),
+  };
+}
+
 /**
  * A create as the admin with strict field validation and dryRun=All. Stricter
  * than server-side apply for custom resources: under a schema node that keeps

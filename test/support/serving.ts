@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import { repoRoot } from '../../tools/harness/repo-root.js';
 import type { ClusterDnsProxy } from './cluster-dns-proxy.js';
 import { adminConfig, clusterInfo } from './cluster.js';
 import { startGoProcess, tail, type GoProcess } from './go-process.js';
-import { parseManifests, serverSideApply, type Manifest } from './install.js';
+import { applyManifest, localEndpointSlice, manifestsOf, objectManifest } from './install.js';
 import { GATEWAY, relayToLoopback, startPodSandbox, writeHostsFile, type PodSandbox, type Relay } from './pod-network.js';
 
 // The real Knative Serving control and data plane (knative.dev/serving
@@ -85,18 +85,6 @@ export interface ServingOptions {
   functionEnv: (relays: { apiServer: Relay }) => Promise<Record<string, string>>;
 }
 
-function manifestsOf(file: string): Manifest[] {
-  return parseManifests(readFileSync(file, 'utf8'), file);
-}
-
-function objectManifest(obj: Record<string, unknown>): Manifest {
-  return parseManifests(JSON.stringify(obj), 'generated')[0] as Manifest;
-}
-
-async function apply(m: Manifest): Promise<void> {
-  const r = await serverSideApply(m, { dryRun: false });
-  if (r.status >= 300) throw new Error(`apply ${m.object.kind} ${m.object.metadata.name}: HTTP ${r.status} ${r.message ?? ''}`);
-}
 
 function yamlFiles(dir: string): string[] {
   return readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => join(dir, f));
@@ -104,16 +92,9 @@ function yamlFiles(dir: string): string[] {
 
 /** A selector-less Service whose endpoints (a process, not a Pod) are written here, in both APIs. */
 async function serviceAt(name: string, ports: { name: string; port: number; targetPort: number; appProtocol?: string }[], address: string): Promise<void> {
-  await apply(objectManifest({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: SERVING_NAMESPACE }, spec: { ports: ports.map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort, ...(p.appProtocol ? { appProtocol: p.appProtocol } : {}) })) } }));
-  await apply(objectManifest({ apiVersion: 'v1', kind: 'Endpoints', metadata: { name, namespace: SERVING_NAMESPACE }, subsets: [{ addresses: [{ ip: address }], ports: ports.map((p) => ({ name: p.name, port: p.targetPort })) }] }));
-  await apply(objectManifest({
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: { name: `${name}-local`, namespace: SERVING_NAMESPACE, labels: { 'kubernetes.io/service-name': name } },
-    addressType: 'IPv4',
-    endpoints: [{ addresses: [address], conditions: { ready: true } }],
-    ports: ports.map((p) => ({ name: p.name, port: p.targetPort, protocol: 'TCP' })),
-  }));
+  await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: SERVING_NAMESPACE }, spec: { ports: ports.map((p) => ({ name: p.name, port: p.port, targetPort: p.targetPort, ...(p.appProtocol ? { appProtocol: p.appProtocol } : {}) })) } }));
+  await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'Endpoints', metadata: { name, namespace: SERVING_NAMESPACE }, subsets: [{ addresses: [{ ip: address }], ports: ports.map((p) => ({ name: p.name, port: p.targetPort })) }] }));
+  await applyManifest(objectManifest(localEndpointSlice(name, SERVING_NAMESPACE, address, ports.map((p) => ({ name: p.name, port: p.targetPort })))));
 }
 
 /**
@@ -123,7 +104,7 @@ async function serviceAt(name: string, ports: { name: string; port: number; targ
  * knative.dev/networking, the Image CRD from knative.dev/caching.
  */
 async function installServingObjects(assets: ServingAssets, webhookPort: number): Promise<void> {
-  await apply(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SERVING_NAMESPACE } }));
+  await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SERVING_NAMESPACE } }));
   // Serving's own CRDs come with Eventing's (ensureKnativeCrds, startEventing).
   const crdFiles = [
     join(assets.networkingConfig, 'certificate.yaml'),
@@ -132,7 +113,7 @@ async function installServingObjects(assets: ServingAssets, webhookPort: number)
     join(assets.networkingConfig, 'domain-claim.yaml'),
     join(assets.cachingConfig, 'image.yaml'),
   ];
-  for (const f of crdFiles) for (const m of manifestsOf(f)) if (m.object.kind === 'CustomResourceDefinition') await apply(m);
+  for (const f of crdFiles) for (const m of manifestsOf(f)) if (m.object.kind === 'CustomResourceDefinition') await applyManifest(m);
   const api = adminConfig().makeApiClient(CustomObjectsApi);
   await waitFor('Serving, networking and caching CRDs served', async () => {
     for (const [group, version, plural] of [['serving.knative.dev', 'v1', 'services'], ['networking.internal.knative.dev', 'v1alpha1', 'ingresses'], ['networking.internal.knative.dev', 'v1alpha1', 'serverlessservices'], ['caching.internal.knative.dev', 'v1alpha1', 'images'], ['autoscaling.internal.knative.dev', 'v1alpha1', 'podautoscalers']] as const) {
@@ -151,11 +132,11 @@ async function installServingObjects(assets: ServingAssets, webhookPort: number)
       // config-deployment: the shipped image name has no registry a test
       // could resolve a digest from (tag resolution is a registry's job, not
       // Serving's admission), so its registry is on the skip list.
-      if (name === 'config-deployment') await apply(objectManifest({ ...m.object, data: { ...data, 'registries-skipping-tag-resolving': 'kind.local,ko.local,dev.local,index.docker.io' } }));
-      else await apply(m);
+      if (name === 'config-deployment') await applyManifest(objectManifest({ ...m.object, data: { ...data, 'registries-skipping-tag-resolving': 'kind.local,ko.local,dev.local,index.docker.io' } }));
+      else await applyManifest(m);
     }
   }
-  for (const f of yamlFiles(join(assets.servingConfig, 'webhooks'))) for (const m of manifestsOf(f)) await apply(m);
+  for (const f of yamlFiles(join(assets.servingConfig, 'webhooks'))) for (const m of manifestsOf(f)) await applyManifest(m);
   await serviceAt('webhook', [{ name: 'https-webhook', port: 443, targetPort: webhookPort }], GATEWAY);
   await serviceAt('activator-service', [
     { name: 'http', port: 80, targetPort: ACTIVATOR_PORT },
