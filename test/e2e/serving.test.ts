@@ -8,7 +8,8 @@ import { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
-import { startAdapter, type AdapterProcess, type AdapterResource } from '../support/adapter-process.js';
+import { startAdapter, type AdapterProcess } from '../support/adapter-process.js';
+import { adapterResources } from '../support/event-path.js';
 import { BROKER, installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
 import { adminConfig, createNamespace, useClusterInfo } from '../support/cluster.js';
 import type { ProxiedRequest } from '../support/cluster-dns-proxy.js';
@@ -124,14 +125,7 @@ describe('scale to zero with the real Knative Serving', () => {
     const sourceKubeconfig = await adapterIdentity(ns);
     // The ApiServerSource's adapter, configured as Knative configures it:
     // resource names by its guess, so Gateways ("gatewaies") are skipped.
-    const source = wiring.objects.find((o) => o.kind === 'ApiServerSource');
-    const resources: AdapterResource[] = [];
-    for (const r of (source?.spec as { resources: { apiVersion: string; kind: string; selector?: { matchLabels?: Record<string, string> } }[] }).resources) {
-      const [group, version] = r.apiVersion.split('/') as [string, string];
-      const labels = Object.entries(r.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
-      const resource = r.kind === 'Gateway' ? guessKindToResource(r.kind) : await pluralOf(r.apiVersion, r.kind);
-      resources.push({ group, version, resource, ...(labels ? { selector: labels } : {}) });
-    }
+    const resources = await adapterResources(wiring, (apiVersion, kind) => (kind === 'Gateway' ? guessKindToResource(kind) : pluralOf(apiVersion, kind)));
     const guessed = await startAdapter({ kubeconfig: sourceKubeconfig, sink: wiring.brokerUrl, namespaces: [ns], resources, env: eventing.proxyEnv });
     adapters.push(guessed);
     // Its start-up line, kept before later output can push it out.

@@ -8,7 +8,7 @@ import { installEventWiring } from '../support/broker-install.js';
 import { useNamespace } from '../support/cluster.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
 import { LB_AVAILABLE, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from '../support/fixtures.js';
-import { pluralOf } from '../support/install.js';
+import { adapterResources } from '../support/event-path.js';
 import { controllerIdentity } from '../support/reconciler.js';
 import { stableAddress, type StableAddress } from '../support/stable-address.js';
 import { startJaeger, startPrometheus, type JaegerProcess, type JaegerSpan, type JaegerTrace, type PrometheusProcess } from '../support/telemetry-backends.js';
@@ -91,17 +91,11 @@ describe('OpenTelemetry metrics in a real Prometheus and traces in a real Jaeger
 
     // The adapter watches what the shipped ApiServerSource names (Gateways by
     // their discovered plural: Knative's guess is wrong, docs/operations.md).
-    const src = wiring.objects.find((o) => o.kind === 'ApiServerSource');
-    const resources = (src?.spec as { resources: Array<{ apiVersion: string; kind: string; selector?: { matchLabels?: Record<string, string> } }> }).resources;
     adapter = await startAdapter({
       kubeconfig: await adapterIdentity(ns()),
       sink: wiring.brokerUrl,
       namespaces: [ns()],
-      resources: await Promise.all(resources.map(async (r) => {
-        const [group, version] = r.apiVersion.includes('/') ? (r.apiVersion.split('/') as [string, string]) : ['', r.apiVersion];
-        const labels = Object.entries(r.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
-        return { group, version, resource: await pluralOf(r.apiVersion, r.kind), ...(labels ? { selector: labels } : {}) };
-      })),
+      resources: await adapterResources(wiring),
       env: eventing.proxyEnv,
     });
     // Nothing is sent for what exists when the adapter starts, and its

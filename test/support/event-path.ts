@@ -60,10 +60,11 @@ export interface EventPath {
 /**
  * The receive adapter's resources, from the applied ApiServerSource. Knative
  * Eventing v1.23 guesses resource names from kinds and gets Gateway wrong
- * (docs/operations.md); the names here come from discovery, which is what the
- * shipped gateway-watch component restores for Gateways.
+ * (docs/operations.md); by default the names here come from discovery, which
+ * is what the shipped gateway-watch component restores for Gateways.
+ * `resourceOf` names them otherwise (Knative's guess, for a test of that).
  */
-async function adapterResources(wiring: EventWiring): Promise<AdapterResource[]> {
+export async function adapterResources(wiring: EventWiring, resourceOf: (apiVersion: string, kind: string) => string | Promise<string> = pluralOf): Promise<AdapterResource[]> {
   const src = wiring.objects.find((o) => o.kind === 'ApiServerSource');
   const resources = (src?.spec as { resources?: Array<{ apiVersion: string; kind: string; selector?: { matchLabels?: Record<string, string> } }> } | undefined)?.resources;
   if (!resources) throw new Error('no ApiServerSource resources rendered');
@@ -71,7 +72,7 @@ async function adapterResources(wiring: EventWiring): Promise<AdapterResource[]>
   for (const r of resources) {
     const [group, version] = r.apiVersion.includes('/') ? (r.apiVersion.split('/') as [string, string]) : ['', r.apiVersion];
     const labels = Object.entries(r.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
-    out.push({ group, version, resource: await pluralOf(r.apiVersion, r.kind), ...(labels ? { selector: labels } : {}) });
+    out.push({ group, version, resource: await resourceOf(r.apiVersion, r.kind), ...(labels ? { selector: labels } : {}) });
   }
   return out;
 }
