@@ -1,19 +1,40 @@
 // Type-aware linting is left to `tsc --noEmit` (strict); eslint adds the
 // recommended rule sets, forbids `any` at the boundaries, keeps the pure core
 // pure and the layers in order: api/ imports nothing of ours, events/ only
-// api/, functions/ both (docs/design.md §3).
+// api/, functions/ both, and no module imports itself through others
+// (docs/design.md §3).
 import tseslint from 'typescript-eslint';
+import { importX } from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 /** The functional core: observed objects in, decisions out. No I/O, no clock, no randomness. */
 export const PURE_FILES = [
   'functions/reconcile/plan/**/*.ts',
   'functions/gatewayclass/plan.ts',
   'functions/gatewayclass/supported.ts',
+  'functions/dispatch/dispatch.ts',
+  'functions/dispatch/target.ts',
   'functions/dispatch/gateway-keys.ts',
   'functions/dispatch/class-defaults.ts',
   'functions/dispatch/resync-plan.ts',
   'functions/kube/retry-policy.ts',
 ];
+
+/** Where an import circle is refused: the function and the modules it is built from. */
+export const NO_CYCLE_FILES = ['functions/**/*.ts', 'api/**/*.ts', 'events/**/*.ts'];
+
+/** The cycle rule alone (test/unit/import-cycles.test.ts runs it on a planted circle). */
+export const noCycleConfig = {
+  files: NO_CYCLE_FILES,
+  plugins: { 'import-x': importX },
+  settings: {
+    ...importX.flatConfigs.typescript.settings,
+    'import-x/resolver': undefined,
+    'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })],
+  },
+  // Type-only imports count too: a circle of types is a circle of concepts.
+  rules: { 'import-x/no-cycle': ['error', { allowUnsafeDynamicCyclicDependency: false }] },
+};
 
 /** The leaf module every layer shares: API names, object schemas, the Gateway key, the watched resources. Pure as well. */
 export const LEAF_FILES = ['api/**/*.ts'];
@@ -42,7 +63,7 @@ function pureRules(extraPatterns) {
         patterns: [
           ...extraPatterns,
           {
-            group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/kube/deadline*', '**/observe', '**/observe.js', '**/observe.ts', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/dispatch/dispatch*', '**/dispatch/resync.js', '**/resync-inputs*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
+            group: ['**/kube/kube-api*', '**/kube/pooled-client*', '**/invocation*', '**/observe', '**/observe.js', '**/observe.ts', '**/reconcile/reconcile*', '**/gatewayclass/reconcile*', '**/record-event*', '**/template*', '**/server*', '**/event-targets*', '**/reconcile-targets*', '**/dispatch/resync.js', '**/resync-inputs*', '**/fan-out*', '**/handle-event*', '**/start-function*', '**/config*'],
             message: `the imperative shell ${io}`,
           },
         ],
@@ -67,6 +88,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  noCycleConfig,
   { files: PURE_FILES, rules: pureRules([]) },
   { files: LEAF_FILES, rules: pureRules([layer(['**/functions/**', '**/events/**'], 'api/ is the leaf module: it imports nothing of the function or the event contracts')]) },
   {

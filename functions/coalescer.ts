@@ -7,48 +7,54 @@
 // but one).
 //
 // Each request's answer comes from a run that started after the request
-// arrived, so it reflects the state at least as new as the event. A run's
-// deadline is the latest of its callers' deadlines: it lasts as long as
-// someone still waits for it, and not a moment longer (docs/design.md §2).
+// arrived, so it reflects the state at least as new as the event. A run works
+// for the caller with the latest deadline among those it answers (its
+// invocation's signal, its API client): it lasts as long as someone still
+// waits for it, and not a moment longer (docs/design.md §2).
 
-interface Pending<T> {
+/** Who asks for a run: at least when it stops waiting (ms since the epoch). */
+export interface Caller {
+  readonly deadline: number;
+}
+
+interface Pending<T, C extends Caller> {
   promise: Promise<T>;
   resolve(value: T): void;
   reject(reason: unknown): void;
-  work: (deadline: number) => Promise<T>;
-  deadline: number;
+  work: (caller: C) => Promise<T>;
+  caller: C;
 }
 
-export interface Coalescer<T> {
-  /** `deadline`: when this caller stops waiting (ms since the epoch); `work` gets the run's. */
-  run(key: string, deadline: number, work: (deadline: number) => Promise<T>): Promise<T>;
+export interface Coalescer<T, C extends Caller = Caller> {
+  /** `work` gets the caller the run works for: the latest deadline of those it answers. */
+  run(key: string, caller: C, work: (caller: C) => Promise<T>): Promise<T>;
   /** Keys with work in flight (for tests and metrics). */
   size(): number;
 }
 
-export function coalescer<T>(): Coalescer<T> {
-  const inFlight = new Map<string, { next?: Pending<T> }>();
+export function coalescer<T, C extends Caller = Caller>(): Coalescer<T, C> {
+  const inFlight = new Map<string, { next?: Pending<T, C> }>();
 
-  const start = (key: string, deadline: number, work: (deadline: number) => Promise<T>): Promise<T> => {
-    const slot: { next?: Pending<T> } = {};
+  const start = (key: string, caller: C, work: (caller: C) => Promise<T>): Promise<T> => {
+    const slot: { next?: Pending<T, C> } = {};
     inFlight.set(key, slot);
-    const running = work(deadline);
+    const running = work(caller);
     const advance = (): void => {
       const next = slot.next;
       if (next === undefined) {
         inFlight.delete(key);
         return;
       }
-      start(key, next.deadline, next.work).then(next.resolve, next.reject);
+      start(key, next.caller, next.work).then(next.resolve, next.reject);
     };
     running.then(advance, advance);
     return running;
   };
 
   return {
-    run(key, deadline, work) {
+    run(key, caller, work) {
       const slot = inFlight.get(key);
-      if (slot === undefined) return start(key, deadline, work);
+      if (slot === undefined) return start(key, caller, work);
       if (slot.next === undefined) {
         let resolve!: (value: T) => void;
         let reject!: (reason: unknown) => void;
@@ -56,9 +62,10 @@ export function coalescer<T>(): Coalescer<T> {
           resolve = res;
           reject = rej;
         });
-        slot.next = { promise, resolve, reject, work, deadline };
-      } else {
-        slot.next.deadline = Math.max(slot.next.deadline, deadline);
+        slot.next = { promise, resolve, reject, work, caller };
+      } else if (caller.deadline > slot.next.caller.deadline) {
+        slot.next.caller = caller;
+        slot.next.work = work;
       }
       return slot.next.promise;
     },

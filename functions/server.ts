@@ -2,10 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { BadEvent, parseIncoming, type Incoming } from '../events/incoming.js';
 import { PATHS } from '../events/types.js';
-import type { Handled } from './handle-event.js';
-import { answerFor, answerForSender } from './kube/retry-policy.js';
+import type { Handled } from './handler-types.js';
+import { startInvocation, type Invocation } from './invocation.js';
+import { answerFor, senderDecision } from './kube/retry-policy.js';
 import type { SenderAuthMode, VerifySender } from './sender-auth/sender-auth.js';
-import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry.js';
+import type { Telemetry } from './telemetry/telemetry.js';
 
 // The function's HTTP front door, following the Knative Functions contract
 // (one handler for CloudEvents on POST /, plus health endpoints) on plain
@@ -39,13 +40,16 @@ export interface EventLogLine {
 export interface ServerOptions {
   bodyLimitBytes: number;
   log: Logger;
-  handle(incoming: Incoming, event: { type: string; id: string }): Promise<Handled>;
+  /** One parsed event, in its invocation (created here, once per request). */
+  handle(incoming: Incoming, invocation: Invocation): Promise<Handled>;
+  /** Each invocation's budget, below the Knative Service's timeoutSeconds. */
+  budgetMs: number;
   /** Readiness beyond "not draining" (e.g. configuration loaded). */
   ready?(): boolean;
   /** Sender authentication (SENDER_AUTH); absent means off. */
   senderAuth?: { mode: SenderAuthMode; verify: VerifySender };
-  /** A span per invocation and the events counter; absent means none. */
-  telemetry?: Telemetry;
+  /** A span per invocation and the events counter (NO_TELEMETRY for none). */
+  telemetry: Telemetry;
 }
 
 export interface FunctionServer {
@@ -166,7 +170,7 @@ function reply(res: ServerResponse, status: number, message?: string): void {
 }
 
 export function createFunctionServer(opts: ServerOptions): FunctionServer {
-  const telemetry = opts.telemetry ?? NO_TELEMETRY;
+  const { telemetry } = opts;
   let draining = false;
   let inFlight = 0;
   let idle: (() => void) | undefined;
@@ -184,6 +188,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
       }
       inFlight++;
       const started = performance.now();
+      const arrived = Date.now();
       let event: CloudEventV1<unknown> | undefined;
       let sender: string | undefined;
       await telemetry.invocation(req.headers, async (answered) => {
@@ -192,24 +197,27 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
           // and no API request.
           if (opts.senderAuth) {
             const verdict = await opts.senderAuth.verify(req.headers.authorization);
-            const refusal = answerForSender(opts.senderAuth.mode, verdict);
+            const refusal = senderDecision(opts.senderAuth.mode, verdict);
             if (verdict.ok) sender = verdict.sender;
             else if (refusal === undefined) opts.log.warn({ path, detail: verdict.reason, senderAuth: opts.senderAuth.mode }, 'sender not verified, served anyway');
             if (refusal !== undefined) {
-              opts.log.warn({ path, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable', status: refusal, detail: verdict.ok ? undefined : verdict.reason, durationMs: Math.round(performance.now() - started) }, 'sender refused');
-              if (refusal === 401) res.setHeader('www-authenticate', 'Bearer');
+              const status = answerFor(refusal);
+              const outcome = `sender-${refusal.sender}`;
+              opts.log.warn({ path, outcome, status, detail: verdict.ok ? undefined : verdict.reason, durationMs: Math.round(performance.now() - started) }, 'sender refused');
+              if (refusal.sender === 'refused') res.setHeader('www-authenticate', 'Bearer');
               else res.setHeader('retry-after', '1');
               // Answered once the upload is over, as for 413 (see above).
               await discardBody(req);
-              answered({ status: refusal, outcome: refusal === 401 ? 'sender-refused' : 'sender-unverifiable' });
-              return reply(res, refusal, verdict.ok ? undefined : verdict.reason);
+              answered({ status, outcome });
+              return reply(res, status, verdict.ok ? undefined : verdict.reason);
             }
           }
           const body = await readBody(req, opts.bodyLimitBytes);
           event = toCloudEvent(req, body);
           const incoming = parseIncoming(event, path === PATHS.deadLetter);
-          const handled = await opts.handle(incoming, { type: event.type, id: event.id });
-          const answer = answerFor(handled.next, handled.ignored);
+          const { invocation, end } = startInvocation({ type: event.type, id: event.id }, opts.budgetMs, telemetry, arrived);
+          const handled = await opts.handle(incoming, invocation).finally(end);
+          const answer = answerFor(handled);
           opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
           answered({ status: answer, eventType: event.type, eventId: event.id, ...(event.subject ? { subject: event.subject } : {}), outcome: handled.outcome });
           reply(res, answer);

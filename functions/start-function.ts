@@ -1,15 +1,17 @@
-import { KubeConfig, type Configuration } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Config } from './config.js';
-import { handleEvent, reconcileCoalescer } from './handle-event.js';
+import { handleEvent } from './handle-event.js';
+import { reconcileCoalescer } from './reconcile-targets.js';
 import { kubeApi } from './kube/kube-api.js';
 import { loadTemplate, type PreparedTemplate } from './reconcile/template.js';
 import { createFunctionServer, type FunctionServer } from './server.js';
-import { pooledConfiguration } from './kube/pooled-client.js';
+import { connectionPool, type ConnectionPool } from './kube/pooled-client.js';
 import { issuerKeySource } from './sender-auth/issuer-keys.js';
 import { senderVerifier, type VerifySender } from './sender-auth/sender-auth.js';
 import { readSinkToken } from './sender-auth/sink-token.js';
-import { startTelemetry, type Telemetry } from './telemetry/telemetry.js';
+import type { Telemetry } from './telemetry/telemetry.js';
+import { startTelemetry } from './telemetry/start-telemetry.js';
 
 export interface RunningFunction extends FunctionServer {
   port: number;
@@ -34,32 +36,29 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
   if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
   // One connection pool for every API request of the process.
-  const configuration = pooledConfiguration(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS, telemetry });
-  const api = kubeApi(kc, { configuration });
+  const pool = connectionPool(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS, telemetry });
   const deps = {
-    api,
     reconcile: {
-      api,
+      api: kubeApi(kc, { pool }),
       template,
       settings: { controllerName: config.CONTROLLER_NAME, lbServiceAccount: config.LB_SERVICE_ACCOUNT },
       clock: () => new Date(),
       instance: config.POD_NAME,
     },
-    scope: { controllerName: config.CONTROLLER_NAME, namespaces: config.WATCH_NAMESPACES },
+    namespaces: config.WATCH_NAMESPACES,
     sink: config.K_SINK,
     sinkToken: () => readSinkToken(config.SINK_OIDC_TOKEN_FILE),
-    budgetMs: config.INVOCATION_BUDGET_MS,
     coalescer: reconcileCoalescer(),
-    telemetry,
   };
   if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
-  const senderAuth = config.SENDER_AUTH === 'off' ? undefined : { mode: config.SENDER_AUTH, verify: verifierFor(config, configuration) };
+  const senderAuth = config.SENDER_AUTH === 'off' ? undefined : { mode: config.SENDER_AUTH, verify: verifierFor(config, pool) };
   const fn = createFunctionServer({
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     log,
     ...(senderAuth ? { senderAuth } : {}),
     telemetry,
-    handle: (incoming, event) => handleEvent(incoming, deps, event),
+    budgetMs: config.INVOCATION_BUDGET_MS,
+    handle: (incoming, invocation) => handleEvent(incoming, invocation, deps),
   });
   await new Promise<void>((resolve, reject) => {
     fn.server.once('error', reject);
@@ -87,11 +86,11 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
 // keys are read by the first token that needs them, not at start: the cold
 // start stays what it is, and a token refused from its claims alone never
 // waits for them.
-function verifierFor(config: Config, configuration: Configuration): VerifySender {
+function verifierFor(config: Config, pool: ConnectionPool): VerifySender {
   return senderVerifier({
     audience: config.SENDER_AUTH_AUDIENCE ?? '',
     senders: config.SENDER_AUTH_ALLOWED,
-    keys: issuerKeySource(configuration),
+    keys: issuerKeySource(pool.configuration()),
   });
 }
 

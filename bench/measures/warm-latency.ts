@@ -3,7 +3,7 @@ import { DEPLOYMENTS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, GATEWAYS, L34ROUT
 import { reconcileEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../functions/kube/kube-api.js';
-import { pooledCustomObjectsApi } from '../lib/pooled-client.js';
+import { connectionPool } from '../../functions/kube/pooled-client.js';
 import { reconcileVia, settle, type BenchContext } from '../lib/context.js';
 import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
@@ -24,7 +24,7 @@ export interface P2Result {
   samples: number;
   noop: Summary;
   configurationChange: Summary;
-  /** GET with one connection pool (pooledCustomObjectsApi): a round trip on an open connection, the floor. */
+  /** GET with one connection pool (the function's connectionPool): a round trip on an open connection, the floor. */
   bareGet: Summary;
   /** GET through KubeConfig.makeApiClient(CustomObjectsApi) as shipped: a new connection and TLS handshake per request (client-node 2.0.1). */
   bareGetMakeApiClient: Summary;
@@ -54,7 +54,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
   await createGateways(c, ns, ['warm'], ctx.className, 'cfg');
   const key = { namespace: ns, name: 'warm' };
   const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
-  const bare = pooledCustomObjectsApi(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS });
+  const bare = new CustomObjectsApi(connectionPool(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS }).configuration());
   const stock = identity.kc.makeApiClient(CustomObjectsApi);
   const outcomes: Record<string, number> = {};
   const count = (o: string): void => { outcomes[o] = (outcomes[o] ?? 0) + 1; };

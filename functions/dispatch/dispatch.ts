@@ -1,11 +1,8 @@
 import type { Incoming } from '../../events/incoming.js';
 import type { GatewayKey } from '../../api/gateway-key.js';
-import type { KubeApi } from '../kube/kube-api.js';
-import { hintOf } from '../reconcile/plan/gateway-reads.js';
-import { type ObserveHint } from '../../events/observe-hint.js';
 import { GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../../api/schemas.js';
+import { hintOf } from '../reconcile/plan/gateway-reads.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
-import { driftedTargets, type PlanningDeps } from './resync.js';
 import {
   deploymentOwner,
   gatewaysByDeploymentName,
@@ -15,31 +12,72 @@ import {
   routeGateways,
   uniqueKeys,
 } from './gateway-keys.js';
+import type { DispatchScope, Target } from './target.js';
 
-export interface DispatchScope {
-  controllerName: string;
-  /** Namespaces served; empty means all. */
-  namespaces: string[];
+// Which Gateways and GatewayClasses an API event affects: a pure function of
+// the event and the lists read for it. What to read is decided here too
+// (listsNeeded), so that the shell (event-targets.ts) reads exactly that,
+// once, and the routing of every event type is unit-tested without an API
+// server (test/unit/dispatch-routing.test.ts).
+
+export type ApiServerIncoming = Extract<Incoming, { kind: 'apiserver' }>;
+
+/** The lists an event's routing reads. Absent: not read (yet). */
+export interface EventLists {
+  /** Every GatewayClass. */
+  classes?: GatewayClass[];
+  /** The Gateways of the event's own namespace. */
+  local?: Gateway[];
+  /** The Gateways of every served namespace. */
+  served?: Gateway[];
 }
 
-type ApiServerIncoming = Extract<Incoming, { kind: 'apiserver' }>;
+export type ListName = keyof EventLists;
 
-/** Gateways of the namespace, or of every served namespace for a cluster-scoped cause. */
-async function gatewaysIn(api: KubeApi, scope: DispatchScope, namespace?: string): Promise<Gateway[]> {
-  if (namespace !== undefined) return api.listGateways(namespace);
-  if (scope.namespaces.length === 0) return api.listGateways();
-  return (await Promise.all(scope.namespaces.map((ns) => api.listGateways(ns)))).flat();
+/**
+ * The lists still to read before `dispatch` can decide, given those read so
+ * far; empty when it can. A GatewayConfiguration event reads in two steps: a
+ * class default reaches Gateways in every namespace, so those are listed only
+ * when some class names the configuration.
+ */
+export function listsNeeded(incoming: ApiServerIncoming, lists: EventLists): ListName[] {
+  const missing = (...names: ListName[]): ListName[] => names.filter((n) => lists[n] === undefined);
+  switch (incoming.resource.kind) {
+    case 'Gateway':
+      return [];
+    case 'Deployment':
+      // Resource mode names the owner; reference mode only the Deployment's name.
+      return incoming.object ? [] : missing('local');
+    case 'GatewayConfiguration': {
+      const first = missing('local', 'classes');
+      if (first.length > 0) return first;
+      const defaulting = classesDefaultingTo(lists.classes ?? [], incoming.resource.namespace ?? '', incoming.resource.name);
+      return defaulting.length > 0 ? missing('served') : [];
+    }
+    case 'GatewayClass':
+    case 'L34Route':
+      return missing('served');
+  }
 }
+
+/** What an API event affects. */
+export interface Affected {
+  targets: Target[];
+  /** GatewayClasses whose status the event may change (reconciled in the same invocation). */
+  classes: string[];
+  /**
+   * When the rule listed Gateways: those listed and the classes (undefined
+   * when not listed), so that a fan-out can be cut to the Gateways that drifted
+   * without listing them again (resync.ts driftedTargets).
+   */
+  listed?: { gateways: Gateway[]; classes: GatewayClass[] | undefined };
+}
+
+const gatewayKeyText = (gw: Gateway): string => `${gw.metadata.namespace ?? ''}/${gw.metadata.name}`;
 
 function inScope(scope: DispatchScope, keys: GatewayKey[]): GatewayKey[] {
   const filtered = scope.namespaces.length === 0 ? keys : keys.filter((k) => scope.namespaces.includes(k.namespace));
   return uniqueKeys(filtered.filter((k) => k.namespace !== '' && k.name !== ''));
-}
-
-/** A Gateway to reconcile, with what dispatch already knows of what it names (observe-hint.ts). */
-export interface Target {
-  key: GatewayKey;
-  hint?: ObserveHint;
 }
 
 /**
@@ -47,79 +85,61 @@ export interface Target {
  * classes, when listed too, add the class default.
  */
 function targets(scope: DispatchScope, keys: GatewayKey[], gateways: Gateway[] = [], classes?: GatewayClass[]): Target[] {
-  const byKey = new Map(gateways.map((gw) => [`${gw.metadata.namespace ?? ''}/${gw.metadata.name}`, gw]));
+  const byKey = new Map(gateways.map((gw) => [gatewayKeyText(gw), gw]));
   return inScope(scope, keys).map((key) => {
     const gw = byKey.get(`${key.namespace}/${key.name}`);
     return gw ? { key, hint: hintOf(gw, classes) } : { key };
   });
 }
 
-/** The Gateways an event affects and, when dispatch listed them, their objects and the classes. */
-interface Affected {
-  targets: Target[];
-  listed?: { gateways: Gateway[]; classes: GatewayClass[] | undefined };
+function unique(gateways: Gateway[]): Gateway[] {
+  return [...new Map(gateways.map((gw) => [gatewayKeyText(gw), gw])).values()];
 }
 
 /**
- * The Gateways an API event affects. Reads only the lists the rule needs;
- * the reconciles that follow read everything else fresh.
+ * The Gateways and classes an API event affects, from the event and the lists
+ * listsNeeded asked for. The reconciles that follow read everything else fresh.
  */
-async function affectedBy(api: KubeApi, scope: DispatchScope, incoming: ApiServerIncoming): Promise<Affected> {
+export function dispatch(incoming: ApiServerIncoming, lists: EventLists, scope: DispatchScope): Affected {
   const { resource, object } = incoming;
   const ns = resource.namespace ?? '';
   switch (resource.kind) {
     case 'Gateway': {
       // Resource mode carries the Gateway itself.
       const gateway = object ? GatewaySchema.safeParse(object) : undefined;
-      return { targets: targets(scope, [{ namespace: ns, name: resource.name }], gateway?.success ? [gateway.data] : []) };
+      return { targets: targets(scope, [{ namespace: ns, name: resource.name }], gateway?.success ? [gateway.data] : []), classes: [] };
     }
     case 'Deployment': {
       if (object) {
         const owner = deploymentOwner(object);
-        return { targets: targets(scope, owner ? [owner] : []) };
+        return { targets: targets(scope, owner ? [owner] : []), classes: [] };
       }
-      const gateways = await gatewaysIn(api, scope, ns);
-      return { targets: targets(scope, gatewaysByDeploymentName(gateways, ns, resource.name), gateways) };
+      const local = lists.local ?? [];
+      return { targets: targets(scope, gatewaysByDeploymentName(local, ns, resource.name), local), classes: [] };
     }
     case 'GatewayConfiguration': {
-      const [local, classes] = await Promise.all([gatewaysIn(api, scope, ns), api.listGatewayClasses()]);
-      const own = gatewaysUsingConfiguration(local, ns, resource.name);
-      // A class default reaches Gateways in every namespace: list them only when some class names it.
+      const classes = lists.classes ?? [];
+      const local = lists.local ?? [];
+      const everywhere = lists.served ?? [];
       const defaulting = classesDefaultingTo(classes, ns, resource.name);
-      const everywhere = defaulting.length === 0 ? [] : await gatewaysIn(api, scope);
-      const gateways = [...local, ...everywhere];
-      return { targets: targets(scope, [...own, ...gatewaysDefaultedBy(everywhere, defaulting)], gateways, classes), listed: { gateways, classes } };
+      const gateways = unique([...local, ...everywhere]);
+      const keys = [...gatewaysUsingConfiguration(local, ns, resource.name), ...gatewaysDefaultedBy(everywhere, defaulting)];
+      return { targets: targets(scope, keys, gateways, classes), classes: [...defaulting].sort(), listed: { gateways, classes } };
     }
     case 'GatewayClass': {
-      const gateways = await gatewaysIn(api, scope);
+      const gateways = lists.served ?? [];
       const gatewayClass = object ? GatewayClassSchema.safeParse(object) : undefined;
-      return { targets: targets(scope, gatewaysOfClass(gateways, resource.name), gateways, gatewayClass?.success ? [gatewayClass.data] : undefined), listed: { gateways, classes: undefined } };
+      return {
+        targets: targets(scope, gatewaysOfClass(gateways, resource.name), gateways, gatewayClass?.success ? [gatewayClass.data] : undefined),
+        classes: [resource.name],
+        listed: { gateways, classes: undefined },
+      };
     }
     case 'L34Route': {
       // Every served namespace: a route may name, or have left, a Gateway
       // in another namespace that admits it.
-      const gateways = await gatewaysIn(api, scope);
-      return { targets: targets(scope, object ? routeGateways(object, gateways) : gatewaysInReach(gateways, ns), gateways) };
+      const gateways = lists.served ?? [];
+      return { targets: targets(scope, object ? routeGateways(object, gateways) : gatewaysInReach(gateways, ns), gateways), classes: [] };
     }
   }
-}
-
-/**
- * The Gateways to reconcile for an API event. With `planning`, a fan-out of
- * a GatewayConfiguration or GatewayClass event (more than one Gateway) is cut
- * to the Gateways whose reconcile would write (resync.ts): a few lists instead
- * of five reads per Gateway, and no reconcile for a change that moves nothing
- * (an edit of metadata only, a class change that Gateways with their own
- * parametersRef ignore).
- */
-export async function targetsForApiEvent(api: KubeApi, scope: DispatchScope, incoming: ApiServerIncoming, planning?: PlanningDeps): Promise<Target[]> {
-  const affected = await affectedBy(api, scope, incoming);
-  if (planning === undefined || affected.listed === undefined || affected.targets.length < 2) return affected.targets;
-  const wanted = new Set(affected.targets.map((t) => `${t.key.namespace}/${t.key.name}`));
-  const gateways = uniqueGateways(affected.listed.gateways).filter((gw) => wanted.has(`${gw.metadata.namespace ?? ''}/${gw.metadata.name}`));
-  return (await driftedTargets(api, scope, { gateways, classes: affected.listed.classes }, planning)).targets;
-}
-
-function uniqueGateways(gateways: Gateway[]): Gateway[] {
-  return [...new Map(gateways.map((gw) => [`${gw.metadata.namespace ?? ''}/${gw.metadata.name}`, gw])).values()];
 }

@@ -3,8 +3,8 @@ import type { ReconcileData } from '../../events/incoming.js';
 import { keyText, type GatewayKey } from '../../api/gateway-key.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { sinkRefusalRetriable } from '../kube/retry-policy.js';
-import type { Target } from './dispatch.js';
-import { NO_TELEMETRY, type Telemetry, type TraceHeaders } from '../telemetry/telemetry.js';
+import type { Target } from './target.js';
+import type { Telemetry, TraceHeaders } from '../telemetry/telemetry.js';
 
 // One reconcile request per Gateway, posted to K_SINK (the Broker in a
 // cluster). Bounded concurrency keeps a resync of thousands of Gateways from
@@ -29,8 +29,8 @@ export interface FanOutOptions {
    * handed over by then is counted in `unsent`, not attempted.
    */
   handOverBy?: number;
-  /** The fan-out's size, a span per request, and its trace context on the event; absent means none. */
-  telemetry?: Telemetry;
+  /** The fan-out's size, a span per request, and its trace context on the event (NO_TELEMETRY for none). */
+  telemetry: Telemetry;
 }
 
 export interface FanOutResult {
@@ -62,7 +62,7 @@ async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileDat
 }
 
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, telemetry = NO_TELEMETRY } = opts;
+  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, telemetry } = opts;
   const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
   telemetry.fanOut(targets.length);
   let next = 0;

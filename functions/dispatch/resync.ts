@@ -12,7 +12,7 @@ import { hintOf } from '../reconcile/plan/gateway-reads.js';
 import type { Settings } from '../reconcile/plan/plan-types.js';
 import type { Deployment, Gateway, GatewayClass } from '../../api/schemas.js';
 import type { Template } from '../reconcile/template.js';
-import type { DispatchScope, Target } from './dispatch.js';
+import type { DispatchScope, Target } from './target.js';
 import { keyOf, uniqueKeys } from './gateway-keys.js';
 import { eachDeploymentPage, listAll, readInputs, type ListScope, type RequestCount } from './resync-inputs.js';
 import { classDrifts, gatewayDrifts, objectKey, type ListedInputs, type PlanningContext } from './resync-plan.js';

@@ -1,4 +1,4 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type Configuration, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import {
   DeploymentSchema,
@@ -18,7 +18,7 @@ import {
 } from '../../api/schemas.js';
 import { isNotFound } from './classify-error.js';
 import { forEachPage, type Page, type PageRequest } from './list-pages.js';
-import { pooledConfiguration } from './pooled-client.js';
+import { connectionPool, type ConnectionPool } from './pooled-client.js';
 import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
 // The one typed doorway to the API server. Every object goes through the
@@ -26,9 +26,7 @@ import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watche
 // server sent (no client-side model classes turning timestamps into Dates),
 // and it is parsed by the same zod schemas the planner is typed by.
 
-export type Ref = Resource;
-
-const ref = ({ group, version, plural }: Resource): Ref => ({ group, version, plural });
+const ref = ({ group, version, plural }: Resource): Resource => ({ group, version, plural });
 export const GATEWAYS = ref(WATCHED_RESOURCES.Gateway);
 export const GATEWAY_CLASSES = ref(WATCHED_RESOURCES.GatewayClass);
 export const GATEWAY_CONFIGURATIONS = ref(WATCHED_RESOURCES.GatewayConfiguration);
@@ -71,6 +69,11 @@ function withoutManagedFields(item: unknown): unknown {
 }
 
 export interface KubeApi {
+  /**
+   * The same API whose requests also abort when `signal` does: an
+   * invocation's (invocation.ts). The handler binds it once per invocation.
+   */
+  withSignal(signal: AbortSignal): KubeApi;
   getGateway(namespace: string, name: string): Promise<Gateway | null>;
   getGatewayClass(name: string): Promise<GatewayClass | null>;
   getGatewayConfiguration(namespace: string, name: string): Promise<GatewayConfiguration | null>;
@@ -106,17 +109,18 @@ export interface KubeApi {
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
 /**
- * `configuration`: a connection pool to share (start-function.ts gives the
- * sender verifier's key reads the same one, so the first event after a cold
- * start opens one TLS connection, not two), with its telemetry; without it,
- * a pool of its own with `requestTimeoutMs`.
+ * `pool`: a connection pool to share (start-function.ts gives the sender
+ * verifier's key reads the same one, so the first event after a cold start
+ * opens one TLS connection, not two), with its telemetry; without it, a pool
+ * of its own with `requestTimeoutMs`. `signal`: see KubeApi.withSignal.
  */
-export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; configuration?: Configuration } = {}): KubeApi {
-  const configuration = options.configuration ?? pooledConfiguration(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; pool?: ConnectionPool; signal?: AbortSignal } = {}): KubeApi {
+  const pool = options.pool ?? connectionPool(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+  const configuration = pool.configuration(options.signal);
   const api = new CustomObjectsApi(configuration);
   const core = new CoreV1Api(configuration);
 
-  const get = async <S extends z.ZodType>(ref: Ref, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
+  const get = async <S extends z.ZodType>(ref: Resource, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null> => {
     try {
       const raw: unknown = namespace === undefined
         ? await api.getClusterCustomObject({ ...ref, name })
@@ -128,7 +132,7 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; co
     }
   };
 
-  const page = async <S extends z.ZodType>(ref: Ref, schema: S, request: PageRequest): Promise<Page<z.output<S>>> => {
+  const page = async <S extends z.ZodType>(ref: Resource, schema: S, request: PageRequest): Promise<Page<z.output<S>>> => {
     const { namespace, labelSelector, limit, continue: token } = request;
     const options = { ...ref, limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) };
     const raw = (namespace === undefined
@@ -167,6 +171,7 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; co
   };
 
   return {
+    withSignal: (signal) => kubeApi(kc, { pool, signal }),
     getGateway: (namespace, name) => get(GATEWAYS, GatewaySchema, namespace, name),
     getGatewayClass: (name) => get(GATEWAY_CLASSES, GatewayClassSchema, undefined, name),
     getGatewayConfiguration: (namespace, name) => get(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema, namespace, name),

@@ -1,5 +1,4 @@
 import {
-  CustomObjectsApi,
   ServerConfiguration,
   createConfiguration,
   setHeaderMiddleware,
@@ -10,13 +9,21 @@ import {
   type SecurityAuthentication,
 } from '@kubernetes/client-node';
 
-import { requestSignal } from './deadline.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
+/** Configurations of the API client that share one connection pool. */
+export interface ConnectionPool {
+  /**
+   * A configuration whose every request aborts after its own timeout, or
+   * when `signal` (an invocation's, invocation.ts) aborts, whichever is first.
+   */
+  configuration(signal?: AbortSignal): Configuration;
+}
+
 /**
- * A CustomObjectsApi whose requests share one connection pool.
+ * API client configurations whose requests share one connection pool.
  *
  * KubeConfig.makeApiClient() authenticates every request with
  * KubeConfig.applySecurityAuthentication(), which (client-node 2.0.1) builds a
@@ -26,46 +33,46 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
  * request (a rotated token is picked up); only the first Agent is kept, like
  * client-go's cached transport, so a CA rotated on disk needs a new process.
  */
-export function pooledConfiguration(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry?: Telemetry }): Configuration {
+export function connectionPool(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry?: Telemetry }): ConnectionPool {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   let shared: Dispatcher | undefined;
-  const auth: SecurityAuthentication = {
-    getName: () => 'kubeconfig, one connection pool',
-    applySecurityAuthentication: async (context: RequestContext) => {
-      await kc.applySecurityAuthentication(context);
-      // Called once per request: the natural place to give each its deadline
-      // (a hung API server must not hold the invocation until Knative cuts it).
-      context.setSignal(requestSignal(options.requestTimeoutMs));
-      const fresh = context.getDispatcher();
-      if (fresh === undefined || fresh === shared) return;
-      if (shared === undefined) {
-        shared = fresh;
-        return;
-      }
-      context.setDispatcher(shared);
-      // Never connected: closing it only releases the object.
-      void fresh.close();
-    },
-  };
-  const configuration = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: auth },
-    middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
-  });
   const telemetry = options.telemetry;
-  if (!telemetry?.enabled) return configuration;
-  // Every API request the function makes passes here: the one place its
-  // span, trace context and latency are recorded (telemetry/telemetry.ts).
-  const transport = configuration.httpApi;
-  return {
-    ...configuration,
-    httpApi: wrapHttpLibrary({
-      send: (request) => telemetry.apiRequest({ method: request.getHttpMethod(), url: request.getUrl(), setHeader: (k, v) => request.setHeaderParam(k, v) }, () => transport.send(request).toPromise()),
-    }),
+  const configuration = (signal?: AbortSignal): Configuration => {
+    const auth: SecurityAuthentication = {
+      getName: () => 'kubeconfig, one connection pool',
+      applySecurityAuthentication: async (context: RequestContext) => {
+        await kc.applySecurityAuthentication(context);
+        // Called once per request: the natural place to give each its deadline
+        // (a hung API server must not hold the invocation until Knative cuts it).
+        const own = AbortSignal.timeout(options.requestTimeoutMs);
+        context.setSignal(signal ? AbortSignal.any([own, signal]) : own);
+        const fresh = context.getDispatcher();
+        if (fresh === undefined || fresh === shared) return;
+        if (shared === undefined) {
+          shared = fresh;
+          return;
+        }
+        context.setDispatcher(shared);
+        // Never connected: closing it only releases the object.
+        void fresh.close();
+      },
+    };
+    const plain = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: auth },
+      middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
+    });
+    if (!telemetry?.enabled) return plain;
+    // Every API request the function makes passes here: the one place its
+    // span, trace context and latency are recorded (telemetry/telemetry.ts).
+    const transport = plain.httpApi;
+    return {
+      ...plain,
+      httpApi: wrapHttpLibrary({
+        send: (request) => telemetry.apiRequest({ method: request.getHttpMethod(), url: request.getUrl(), setHeader: (k, v) => request.setHeaderParam(k, v) }, () => transport.send(request).toPromise()),
+      }),
+    };
   };
-}
-
-export function customObjectsApi(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry?: Telemetry }): CustomObjectsApi {
-  return new CustomObjectsApi(pooledConfiguration(kc, options));
+  return { configuration };
 }

@@ -24,12 +24,23 @@ export interface InvocationResult<Outcome extends string> {
 export const MAX_CONFLICT_ATTEMPTS = 5;
 
 /**
- * The HTTP answer Knative acts on, the only place it is decided: 503 delivers
- * the event again; an event that is not ours is acknowledged with 202.
+ * What the front door decided about a request before its answer: an event
+ * handled (with its next step; `ignored` when well-formed but not ours), or a
+ * sender it did not serve (senderDecision).
  */
-export function answerFor(next: Delivery, ignored = false): 202 | 204 | 503 {
-  if (next === 'redeliver') return 503;
-  return ignored ? 202 : 204;
+export type Decision = { next: Delivery; ignored?: boolean } | { sender: 'refused' | 'unverifiable' };
+
+/**
+ * The HTTP answer Knative acts on, the only place it is decided: 503 delivers
+ * the event again; an event that is not ours is acknowledged with 202; a
+ * refused sender gets 401 (Knative does not deliver a 401 again: a sender
+ * without a good token will not grow one), and one whose token could not be
+ * checked 503, since nothing was decided about it.
+ */
+export function answerFor(decision: Decision): 202 | 204 | 401 | 503 {
+  if ('sender' in decision) return decision.sender === 'refused' ? 401 : 503;
+  if (decision.next === 'redeliver') return 503;
+  return decision.ignored ? 202 : 204;
 }
 
 /** Several reconciles answered by one invocation: one that needs another delivery makes the whole answer a redelivery. */
@@ -111,14 +122,12 @@ export function sinkRefusalRetriable(status: number | undefined): boolean {
 }
 
 /**
- * The answer to a request whose sender was not verified (sender-auth), beside
- * answerFor and like it called by server.ts only: undefined serves the
- * request. With authentication required, a refused sender gets 401 (Knative
- * does not deliver a 401 again: a sender without a good token will not grow
- * one), and keys that could not be read get 503, since nothing was decided
- * about the sender. Otherwise the request is served and the verdict logged.
+ * Whether a request whose sender was checked (sender-auth) is served:
+ * undefined serves it. Only with authentication required is a sender refused,
+ * or left unverifiable when the issuer's keys could not be read; otherwise the
+ * request is served and the verdict logged.
  */
-export function answerForSender(mode: 'off' | 'accept-and-log' | 'required', verdict: { ok: boolean; unavailable?: true }): 401 | 503 | undefined {
+export function senderDecision(mode: 'off' | 'accept-and-log' | 'required', verdict: { ok: boolean; unavailable?: true }): { sender: 'refused' | 'unverifiable' } | undefined {
   if (mode !== 'required' || verdict.ok) return undefined;
-  return verdict.unavailable ? 503 : 401;
+  return { sender: verdict.unavailable ? 'unverifiable' : 'refused' };
 }

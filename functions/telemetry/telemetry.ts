@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 // shell (server, API client, handler, fan-out) calls. With no OTLP endpoint
 // configured it is NO_TELEMETRY, and nothing of OpenTelemetry is loaded: the
 // SDK sits behind a dynamic import (otel.ts) that only startTelemetry()
-// reaches, so the cold start and idle memory of a function without a
+// (start-telemetry.ts) reaches, so the cold start and idle memory of a function without a
 // collector stay what they were (bench/REPORT.md, P1 and P5). The pure
 // planner knows nothing of it.
 //
@@ -92,7 +92,7 @@ export interface TelemetrySignals {
   traces: boolean;
 }
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
 const set = (v: string | undefined): boolean => v !== undefined && v.trim() !== '';
 
@@ -107,16 +107,4 @@ export function telemetrySignals(env: Env): TelemetrySignals {
   const on = (signal: 'METRICS' | 'TRACES'): boolean =>
     (set(env.OTEL_EXPORTER_OTLP_ENDPOINT) || set(env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`])) && env[`OTEL_${signal}_EXPORTER`]?.trim().toLowerCase() !== 'none';
   return { metrics: on('METRICS'), traces: on('TRACES') };
-}
-
-/**
- * The process's telemetry: NO_TELEMETRY without an endpoint, else the
- * OpenTelemetry SDK, loaded now (after the startup snapshot is deserialized,
- * never into it: its timers and sockets are per process).
- */
-export async function startTelemetry(env: Env, resource: { serviceName: string; instance?: string }, log: { warn(obj: object, msg?: string): void }): Promise<Telemetry> {
-  const signals = telemetrySignals(env);
-  if (!signals.metrics && !signals.traces) return NO_TELEMETRY;
-  const { otelTelemetry } = await import('./otel.js');
-  return otelTelemetry(signals, resource, log, env);
 }

@@ -1,7 +1,8 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { apiServerEvent, pingEvent } from '../../events/outgoing.js';
-import { GATEWAYS, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
+import { GATEWAYS, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
+import type { Resource } from '../../api/watched-resources.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { adminConfig, createNamespace, deleteNamespace } from '../support/cluster.js';
 import { configurationSpec, createClass, gatewayBody, LB_AVAILABLE, readGateway } from '../support/fixtures.js';
@@ -18,15 +19,15 @@ const custom = (): CustomObjectsApi => adminConfig().makeApiClient(CustomObjects
 
 /** The same scenario in any namespace; `emit` sees each change as the ApiServerSource would send it. */
 async function scenario(ns: string, cls: string, emit: (e: Recorded) => Promise<void>): Promise<void> {
-  const create = async (ref: Ref, body: Record<string, unknown>): Promise<void> => {
+  const create = async (ref: Resource, body: Record<string, unknown>): Promise<void> => {
     await emit(apiServerEvent('add', (await custom().createNamespacedCustomObject({ ...ref, namespace: ns, body })) as Obj, 'https://replay.test'));
   };
-  const update = async (ref: Ref, name: string, edit: (o: Record<string, unknown> & { spec: Record<string, unknown> }) => void): Promise<void> => {
+  const update = async (ref: Resource, name: string, edit: (o: Record<string, unknown> & { spec: Record<string, unknown> }) => void): Promise<void> => {
     const live = (await custom().getNamespacedCustomObject({ ...ref, namespace: ns, name })) as Record<string, unknown> & { spec: Record<string, unknown> };
     edit(live);
     await emit(apiServerEvent('update', (await custom().replaceNamespacedCustomObject({ ...ref, namespace: ns, name, body: live })) as Obj, 'https://replay.test'));
   };
-  const remove = async (ref: Ref, name: string): Promise<void> => {
+  const remove = async (ref: Resource, name: string): Promise<void> => {
     const live = (await custom().getNamespacedCustomObject({ ...ref, namespace: ns, name })) as Obj;
     await custom().deleteNamespacedCustomObject({ ...ref, namespace: ns, name });
     await emit(apiServerEvent('delete', live, 'https://replay.test'));

@@ -1,6 +1,6 @@
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { eventTargets } from '../support/handler-deps.js';
 import { GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
-import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
 import { APPLIED_CONFIGURATION_NAME } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import type { Incoming } from '../../events/incoming.js';
@@ -59,7 +59,7 @@ describe('GatewayClass parametersRef as the default', () => {
 
     // Switch class a to cfg-b: the class event names both of its Gateways; only the one without its own reference changes.
     await switchClassRef(a, ref('cfg-b', ns));
-    const keys = (await targetsForApiEvent(w.r().api, { controllerName: CONTROLLER_NAME, namespaces: [ns] }, event('GatewayClass', a))).map((t) => t.key);
+    const keys = (await eventTargets(w.r().api, { controllerName: CONTROLLER_NAME, namespaces: [ns] }, event('GatewayClass', a))).map((t) => t.key);
     expect(keys).toEqual([w.key('a-own'), w.key('a-plain')]);
     const results = await Promise.all(keys.map(async (k) => [k.name, (await reconcile(k, w.r().deps)).outcome]));
     expect(Object.fromEntries(results)).toEqual({ 'a-plain': 'applied', 'a-own': 'in-sync' });
@@ -68,7 +68,7 @@ describe('GatewayClass parametersRef as the default', () => {
 
     // Editing cfg-b fans out to every Gateway it renders: its own class's and the switched one.
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg-b', (s) => ({ ...s, horizontalScaling: { replicas: 4, enforceReplicas: true } }));
-    const fanned = (await targetsForApiEvent(w.r().api, { controllerName: CONTROLLER_NAME, namespaces: [ns] }, event('GatewayConfiguration', 'cfg-b', ns))).map((t) => t.key);
+    const fanned = (await eventTargets(w.r().api, { controllerName: CONTROLLER_NAME, namespaces: [ns] }, event('GatewayConfiguration', 'cfg-b', ns))).map((t) => t.key);
     expect(fanned).toEqual([w.key('a-plain'), w.key('b-plain')]);
     for (const k of fanned) expect((await reconcile(k, w.r().deps)).outcome).toBe('applied');
     expect([await replicasOf(ns, 'a-plain'), await replicasOf(ns, 'b-plain'), await replicasOf(ns, 'a-own')]).toEqual([4, 4, 3]);

@@ -2,8 +2,7 @@ import { countBy, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import { reconcileClass, type ClassReconcileDeps } from '../../functions/gatewayclass/reconcile.js';
-import { handleEvent } from '../../functions/handle-event.js';
-import { handlerDeps } from '../support/handler-deps.js';
+import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { GatewayClassSchema, type GatewayClass } from '../../api/schemas.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { configurationSpec, createClass, createConfiguration } from '../support/fixtures.js';
@@ -72,7 +71,7 @@ describe('GatewayClass status', () => {
 
     await createConfiguration(w.ns(), 'shared', configurationSpec());
     const r = w.r();
-    const handled = await handleEvent(
+    const handled = await invoke(
       { kind: 'apiserver', mode: 'ref', action: 'add', resource: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', name: 'shared', namespace: w.ns() }, object: undefined },
       handlerDeps(r.deps, { namespaces: [w.ns()] }),
       { type: 'test', id: 'cfg-add' },

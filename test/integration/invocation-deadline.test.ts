@@ -1,9 +1,8 @@
 import type { KubeApi } from '../../functions/kube/kube-api.js';
-import { handleEvent } from '../../functions/handle-event.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { statusOf } from '../support/cluster.js';
 import { readDeployment } from '../support/fixtures.js';
-import { handlerDeps } from '../support/handler-deps.js';
+import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
 
 // One deadline per invocation (docs/design.md §2): once an invocation has
@@ -51,8 +50,8 @@ describe('one deadline per invocation', () => {
     const second = gate();
     const r = w.r();
     const held = heldReads(r.api, [first, second]);
-    const deps = handlerDeps({ ...r.deps, api: held.api }, { namespaces: [w.ns()], budgetMs: 2_000 });
-    const request = (id: string) => handleEvent({ kind: 'reconcile', key: w.key(), cause: undefined }, deps, { type: 'reconcile', id });
+    const deps = handlerDeps({ ...r.deps, api: held.api }, { namespaces: [w.ns()] });
+    const request = (id: string) => invoke({ kind: 'reconcile', key: w.key(), cause: undefined }, deps, { type: 'reconcile', id }, { budgetMs: 2_000 });
 
     // A's run holds on its Gateway read; B arrives meanwhile and waits for
     // the next run, which starts when A's run gives up at A's deadline.

@@ -2,8 +2,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parseIncoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { GATEWAYS } from '../../functions/kube/kube-api.js';
-import { handleEvent } from '../../functions/handle-event.js';
-import { handlerDeps } from '../support/handler-deps.js';
+import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -105,7 +104,7 @@ describe('L34Routes from other namespaces (allowedRoutes)', () => {
     };
     const deps = handlerDeps(r.deps, { namespaces: [ns, other] });
     const resync = async (): Promise<void> => {
-      expect((await handleEvent({ kind: 'ping' }, deps, { type: 'ping', id: 'resync' })).next).toBe('settle');
+      expect((await invoke({ kind: 'ping' }, deps, { type: 'ping', id: 'resync' })).next).toBe('settle');
     };
     await label('yes');
     await resync();
@@ -127,7 +126,7 @@ describe('L34Routes from other namespaces (allowedRoutes)', () => {
     const deps = handlerDeps(r.deps, { namespaces: [] });
     // The event as the ApiServerSource adapter shapes it, through the front door's parser.
     const incoming = parseIncoming(apiServerEvent('add', route, 'https://127.0.0.1'));
-    const handled = await handleEvent(incoming, deps, { type: 'add', id: 'route' });
+    const handled = await invoke(incoming, deps, { type: 'add', id: 'route' });
     expect(handled).toMatchObject({ next: 'settle', gateway: `${ns}/all` });
     expect(await addresses(ns, 'all')).toEqual(['20.0.0.7']);
   });

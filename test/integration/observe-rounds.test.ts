@@ -1,5 +1,5 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
+import { eventTargets } from '../support/handler-deps.js';
 import { resyncPass } from '../../functions/dispatch/resync.js';
 import { GATEWAY_CLASSES } from '../../functions/kube/kube-api.js';
 import type { KubeApi } from '../../functions/kube/kube-api.js';
@@ -127,7 +127,7 @@ describe('observe: one read round with a right hint', () => {
     const resync = (await resyncPass(w.r().api, scope, w.r().deps)).targets;
     expect(resync).toEqual([{ key: w.key(), hint: { gatewayClassName: w.cls(), configuration: { namespace: w.ns(), name: 'cfg' }, routeScope: 'same' } }]);
 
-    const fromEvent = await targetsForApiEvent(w.r().api, scope, {
+    const fromEvent = await eventTargets(w.r().api, scope, {
       kind: 'apiserver',
       mode: 'resource',
       action: 'update',

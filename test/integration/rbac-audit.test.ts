@@ -1,7 +1,6 @@
 import { deniedByAuthorizer, readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { handleEvent } from '../../functions/handle-event.js';
-import { handlerDeps } from '../support/handler-deps.js';
+import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { clusterInfo } from '../support/cluster.js';
 import { freezeDeployments } from '../support/policies.js';
@@ -33,7 +32,7 @@ describe('the controller ClusterRole against the audit log', () => {
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
     await reconcile(w.key(), r.deps);
     // The lists of dispatch and resync.
-    const handled = await handleEvent({ kind: 'ping' }, handlerDeps(r.deps, { namespaces: [ns] }), { type: 'ping', id: 'rbac' });
+    const handled = await invoke({ kind: 'ping' }, handlerDeps(r.deps, { namespaces: [ns] }), { type: 'ping', id: 'rbac' });
     expect(handled.next).toBe('settle');
     // A failure repeated: the second one bumps the existing Event (get + update).
     const freeze = await freezeDeployments(ns, 'sllbr-gw', 'frozen');

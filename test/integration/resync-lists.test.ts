@@ -2,9 +2,8 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { parseIncoming } from '../../events/incoming.js';
 import { startBrokerStandIn } from '../../bench/lib/broker-stand-in.js';
 import { apiServerEvent } from '../../events/outgoing.js';
-import { targetsForApiEvent } from '../../functions/dispatch/dispatch.js';
-import { handleEvent, type Handled } from '../../functions/handle-event.js';
-import { handlerDeps } from '../support/handler-deps.js';
+import type { Handled } from '../../functions/handle-event.js';
+import { handlerDeps, eventTargets, invoke } from '../support/handler-deps.js';
 import { DEPLOYMENTS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -27,8 +26,8 @@ function requestsOf(events: AuditEvent[], user: string): AuditEvent[] {
 describe('resync by lists', () => {
   const w = useWorld('resync');
 
-  const deps = (sink?: string) => handlerDeps(w.r().deps, { namespaces: [w.ns()], sink, localConcurrency: 8, budgetMs: 120_000 });
-  const pass = (sink?: string): Promise<Handled> => handleEvent({ kind: 'ping' }, deps(sink), { type: 'dev.knative.sources.ping', id: `resync-${Date.now()}` });
+  const deps = (sink?: string) => handlerDeps(w.r().deps, { namespaces: [w.ns()], sink, localConcurrency: 8 });
+  const pass = (sink?: string): Promise<Handled> => invoke({ kind: 'ping' }, deps(sink), { type: 'dev.knative.sources.ping', id: `resync-${Date.now()}` }, { budgetMs: 120_000 });
 
   /**
    * Passes until one finds nothing drifted, once the deployment controller has
@@ -117,9 +116,9 @@ describe('resync by lists', () => {
     const scope = { controllerName: w.r().deps.settings.controllerName, namespaces: [ns] };
     const incoming = parseIncoming(apiServerEvent('update', { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', metadata: { name: 'cfg', namespace: ns } }, 'test'));
     if (incoming.kind !== 'apiserver') throw new Error('not an ApiServerSource event');
-    expect(await targetsForApiEvent(w.r().api, scope, incoming)).toHaveLength(few.length);
-    expect(await targetsForApiEvent(w.r().api, scope, incoming, w.r().deps)).toEqual([]);
+    expect(await eventTargets(w.r().api, scope, incoming)).toHaveLength(few.length);
+    expect(await eventTargets(w.r().api, scope, incoming, w.r().deps)).toEqual([]);
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
-    expect((await targetsForApiEvent(w.r().api, scope, incoming, w.r().deps)).map((t) => t.key.name).sort()).toEqual(few);
+    expect((await eventTargets(w.r().api, scope, incoming, w.r().deps)).map((t) => t.key.name).sort()).toEqual(few);
   }, 600_000);
 });

@@ -1,5 +1,6 @@
 import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
-import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
+import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
+import type { Resource } from '../../api/watched-resources.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../api/schemas.js';
 import { gatewayBody, routeBody } from '../../tools/gateway-manifest.js';
@@ -51,7 +52,7 @@ export async function createRoute(namespace: string, name: string, gateway: stri
 }
 
 /** Read-modify-write of any namespaced object's spec as the admin, retrying on 409 like a user would. */
-export async function editSpec(ref: Ref, namespace: string, name: string, edit: (spec: Spec) => Spec): Promise<{ metadata: { generation: number } }> {
+export async function editSpec(ref: Resource, namespace: string, name: string, edit: (spec: Spec) => Spec): Promise<{ metadata: { generation: number } }> {
   for (let i = 0; ; i++) {
     const live = (await custom().getNamespacedCustomObject({ ...ref, namespace, name })) as { spec: Spec; metadata: Spec };
     try {
@@ -62,7 +63,7 @@ export async function editSpec(ref: Ref, namespace: string, name: string, edit: 
   }
 }
 
-export async function deleteObject(ref: Ref, namespace: string, name: string): Promise<void> {
+export async function deleteObject(ref: Resource, namespace: string, name: string): Promise<void> {
   await custom().deleteNamespacedCustomObject({ ...ref, namespace, name });
 }
 

@@ -1,8 +1,9 @@
 import { classifyError } from '../../functions/kube/classify-error.js';
-import { DeadlineExceeded, invocationSignal, requestSignal, withDeadline } from '../../functions/kube/deadline.js';
+import { DeadlineExceeded, startInvocation, untilDeadline } from '../../functions/invocation.js';
+import { NO_TELEMETRY } from '../../functions/telemetry/telemetry.js';
 import { coalescer } from '../../functions/coalescer.js';
 
-const FAR = Date.now() + 3_600_000;
+const FAR = { deadline: Date.now() + 3_600_000 };
 
 function gate(): { promise: Promise<void>; open(): void } {
   let open!: () => void;
@@ -67,13 +68,13 @@ describe('coalescer deadlines', () => {
     const q = coalescer<number>();
     const release = gate();
     const deadlines: number[] = [];
-    const work = async (deadline: number): Promise<number> => {
+    const work = async ({ deadline }: { deadline: number }): Promise<number> => {
       deadlines.push(deadline);
       if (deadlines.length === 1) await release.promise;
       return deadline;
     };
-    const first = q.run('a', 1_000, work);
-    const joined = [q.run('a', 3_000, work), q.run('a', 2_000, work)];
+    const first = q.run('a', { deadline: 1_000 }, work);
+    const joined = [q.run('a', { deadline: 3_000 }, work), q.run('a', { deadline: 2_000 }, work)];
     release.open();
     expect(await first).toBe(1_000);
     expect(await Promise.all(joined)).toEqual([3_000, 3_000]);
@@ -81,34 +82,37 @@ describe('coalescer deadlines', () => {
   });
 });
 
-describe('withDeadline', () => {
-  it('rejects with DeadlineExceeded, which is transient, and aborts the requests made inside', async () => {
-    let seen: AbortSignal | undefined;
-    const never = withDeadline(Date.now() + 50, async () => {
-      seen = requestSignal(60_000);
-      await new Promise<void>((resolve) => seen?.addEventListener('abort', () => resolve()));
+describe('an invocation', () => {
+  it('runs out with DeadlineExceeded, which is transient, and aborts its signal', async () => {
+    const { invocation, end } = startInvocation({ type: 't', id: 'late' }, 50, NO_TELEMETRY);
+    let aborted = false;
+    const never = untilDeadline(invocation, async () => {
+      await new Promise<void>((resolve) => invocation.signal.addEventListener('abort', () => resolve()));
+      aborted = invocation.signal.aborted;
       return 'late';
     });
     const err: unknown = await never.catch((e: unknown) => e);
+    end();
     expect(err).toBeInstanceOf(DeadlineExceeded);
     expect(classifyError(err)).toMatchObject({ class: 'transient', reason: 'ETIMEDOUT' });
-    expect(seen?.aborted).toBe(true);
+    expect(invocation.signal.aborted).toBe(true);
+    expect(aborted).toBe(true);
   });
 
-  it('returns the value when in time, and gives each run its own signal', async () => {
-    expect(invocationSignal()).toBeUndefined();
-    const signals: Array<AbortSignal | undefined> = [];
-    await Promise.all([1, 2].map((n) => withDeadline(Date.now() + 5_000, async () => {
-      signals.push(invocationSignal());
-      return n;
-    })));
-    expect(signals[0]).toBeDefined();
-    expect(signals[0]).not.toBe(signals[1]);
+  it('returns the value when in time, and each invocation has its own signal', async () => {
+    const a = startInvocation({ type: 't', id: 'a' }, 5_000, NO_TELEMETRY);
+    const b = startInvocation({ type: 't', id: 'b' }, 5_000, NO_TELEMETRY);
+    expect(await untilDeadline(a.invocation, async () => 1)).toBe(1);
+    expect(a.invocation.signal).not.toBe(b.invocation.signal);
+    a.end();
+    b.end();
+    expect(a.invocation.signal.aborted).toBe(false);
   });
 
-  it('a request timeout alone also aborts', async () => {
-    const signal = requestSignal(20);
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
-    expect(classifyError(signal.reason)).toMatchObject({ class: 'transient' });
+  it('counts its budget from when the request arrived', () => {
+    const arrived = Date.now() - 1_000;
+    const { invocation, end } = startInvocation({ type: 't', id: 'x' }, 5_000, NO_TELEMETRY, arrived);
+    end();
+    expect(invocation.deadline).toBe(arrived + 5_000);
   });
 });

@@ -101,7 +101,7 @@ const keys = (n: number, namespace = NS): GatewayKey[] => Array.from({ length: n
 const text = (k: GatewayKey): string => `${k.namespace}/${k.name}`;
 const CAUSE = { type: PING_TYPE, id: 'ping-1' };
 /** Fast backoff: the retry logic is under test, not the waiting. */
-const FAST = { backoffMs: 1 };
+const FAST = { backoffMs: 1, telemetry: NO_TELEMETRY };
 // Most cases are about delivery, not hints: plain keys, as targets.
 const fanOutKeys = (ks: GatewayKey[], cause: typeof CAUSE, opts: FanOutOptions): Promise<FanOutResult> => fanOut(ks.map((key) => ({ key })), cause, opts);
 
@@ -182,7 +182,7 @@ describe('fanOut: the events', () => {
 
   it('sends nothing for no keys', async () => {
     const sink = await startSink(() => 204);
-    expect(await fanOutKeys([], CAUSE, { sink: sink.url })).toEqual({ sent: 0, failed: [], unsent: 0 });
+    expect(await fanOutKeys([], CAUSE, { sink: sink.url, telemetry: NO_TELEMETRY })).toEqual({ sent: 0, failed: [], unsent: 0 });
     expect(sink.received).toHaveLength(0);
   });
 

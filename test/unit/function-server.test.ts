@@ -10,6 +10,7 @@ import type { Incoming } from '../../events/incoming.js';
 import { apiServerEvent, reconcileEvent } from '../../events/outgoing.js';
 import { PATHS, RECONCILE_TYPE } from '../../events/types.js';
 import type { Handled } from '../../functions/handle-event.js';
+import { NO_TELEMETRY } from '../../functions/telemetry/telemetry.js';
 import { createFunctionServer, type FunctionServer, type Logger, type ServerOptions } from '../../functions/server.js';
 
 const NS = 'team-a';
@@ -41,9 +42,11 @@ async function start(handle?: ServerOptions['handle'], extra: Partial<ServerOpti
   const fn = createFunctionServer({
     bodyLimitBytes: 2048,
     log: silent,
-    handle: async (incoming, event) => {
-      calls.push({ incoming, event });
-      return handle ? handle(incoming, event) : { next: 'settle', outcome: 'ok' };
+    budgetMs: 60_000,
+    telemetry: NO_TELEMETRY,
+    handle: async (incoming, invocation) => {
+      calls.push({ incoming, event: invocation.cause });
+      return handle ? handle(incoming, invocation) : { next: 'settle', outcome: 'ok' };
     },
     ...extra,
   });

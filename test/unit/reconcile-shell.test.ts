@@ -65,6 +65,7 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
     createEvent: async () => ({}),
     getEvent: async () => null,
     replaceEvent: async () => ({}),
+    withSignal: () => api,
   };
   return { api, calls, state: () => ({ gateway: gw, deployment }) };
 }

@@ -7,7 +7,7 @@ import {
   afterFanOut,
   afterStatusWriteFailure,
   answerFor,
-  answerForSender,
+  senderDecision,
   combine,
   MAX_CONFLICT_ATTEMPTS,
   sinkRefusalRetriable,
@@ -50,10 +50,12 @@ describe('retry policy', () => {
   });
 
   test('the HTTP answers', () => {
-    expect(answerFor('redeliver')).toBe(503);
-    expect(answerFor('settle')).toBe(204);
-    expect(answerFor('settle', true)).toBe(202);
-    expect(answerFor('redeliver', true)).toBe(503);
+    expect(answerFor({ next: 'redeliver' })).toBe(503);
+    expect(answerFor({ next: 'settle' })).toBe(204);
+    expect(answerFor({ next: 'settle', ignored: true })).toBe(202);
+    expect(answerFor({ next: 'redeliver', ignored: true })).toBe(503);
+    expect(answerFor({ sender: 'refused' })).toBe(401);
+    expect(answerFor({ sender: 'unverifiable' })).toBe(503);
   });
 
   test.each([
@@ -95,17 +97,17 @@ describe('retry policy', () => {
       }
     };
     expect(grep('retry\\??: *(boolean|true|false)|\\.retry\\b')).toEqual([]);
-    expect(grep('answerFor\\(').filter((l) => !l.includes('function answerFor(')).map((l) => l.split(':')[0])).toEqual(['functions/server.ts']);
-    expect(grep('answerForSender\\(').filter((l) => !l.includes('function answerForSender(')).map((l) => l.split(':')[0])).toEqual(['functions/server.ts']);
+    expect([...new Set(grep('answerFor\\(').filter((l) => !l.includes('function answerFor(')).map((l) => l.split(':')[0]))]).toEqual(['functions/server.ts']);
+    expect(grep('answerFor[A-Z]\\w*\\(')).toEqual([]);
   });
 
   test('a sender is refused (401) only when authentication is required; unreadable keys decide nothing (503)', () => {
     const refused = { ok: false };
-    expect(answerForSender('required', refused)).toBe(401);
-    expect(answerForSender('required', { ok: false, unavailable: true })).toBe(503);
-    expect(answerForSender('required', { ok: true })).toBeUndefined();
-    expect(answerForSender('accept-and-log', refused)).toBeUndefined();
-    expect(answerForSender('off', refused)).toBeUndefined();
+    expect(answerFor(senderDecision('required', refused) ?? { next: 'settle' })).toBe(401);
+    expect(answerFor(senderDecision('required', { ok: false, unavailable: true }) ?? { next: 'settle' })).toBe(503);
+    expect(senderDecision('required', { ok: true })).toBeUndefined();
+    expect(senderDecision('accept-and-log', refused)).toBeUndefined();
+    expect(senderDecision('off', refused)).toBeUndefined();
     // Knative does not deliver a 401 again.
     expect(sinkRefusalRetriable(401)).toBe(false);
   });

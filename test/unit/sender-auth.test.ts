@@ -6,7 +6,7 @@ import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { keysOf } from '../../functions/sender-auth/verify-token.js';
 import { senderVerifier, type SenderAuthOptions } from '../../functions/sender-auth/sender-auth.js';
 import { issuerKeySource, REFRESH_INTERVAL_MS, RETRY_AFTER_FAILURE_MS, type IssuerKeySource } from '../../functions/sender-auth/issuer-keys.js';
-import { answerForSender } from '../../functions/kube/retry-policy.js';
+import { answerFor, senderDecision } from '../../functions/kube/retry-policy.js';
 
 const ISSUER = 'https://kubernetes.default.svc.cluster.local';
 const AUDIENCE = 'serving.knative.dev/service/meridio-2-system/meridio-2-gateway-controller';
@@ -61,8 +61,9 @@ describe('sender verification', () => {
     expect(v.ok).toBe(false);
     expect(v.ok ? '' : v.reason).toMatch(reason);
     expect(keys.reads).toBe(0);
-    expect(answerForSender('required', v)).toBe(401);
-    expect(answerForSender('accept-and-log', v)).toBeUndefined();
+    expect(senderDecision('required', v)).toEqual({ sender: 'refused' });
+    expect(answerFor({ sender: 'refused' })).toBe(401);
+    expect(senderDecision('accept-and-log', v)).toBeUndefined();
   });
 
   test.each([
@@ -91,8 +92,8 @@ describe('sender verification', () => {
     const verify = senderVerifier({ audience: AUDIENCE, senders: ['meridio-2-system/trigger-oidc'], keys: { keyFor: () => Promise.reject(new Error('connection refused')) }, now: () => NOW * 1000 });
     const v = await verify(`Bearer ${jwt({})}`);
     expect(v).toMatchObject({ ok: false, unavailable: true });
-    expect(answerForSender('required', v)).toBe(503);
-    expect(answerForSender('off', v)).toBeUndefined();
+    expect(senderDecision('required', v)).toEqual({ sender: 'unverifiable' });
+    expect(senderDecision('off', v)).toBeUndefined();
   });
 
   // A Configuration whose every request is answered from memory: the two

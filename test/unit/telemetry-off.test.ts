@@ -29,7 +29,7 @@ registerHooks({
 });
 const root = process.env.REPO_URL;
 await import(root + '/functions/start-function.ts');
-const { startTelemetry } = await import(root + '/functions/telemetry/telemetry.ts');
+const { startTelemetry } = await import(root + '/functions/telemetry/start-telemetry.ts');
 const telemetry = await startTelemetry(JSON.parse(process.env.TELEMETRY_ENV), { serviceName: 'test' }, { warn() {} });
 const loaded = [...seen].filter((u) => u.includes('/node_modules/@opentelemetry/')).map((u) => u.replace(/^.*\\/node_modules\\//, ''));
 process.stdout.write(JSON.stringify({ enabled: telemetry.enabled, loaded }));

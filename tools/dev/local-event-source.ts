@@ -2,7 +2,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { apiServerEvent, pingEvent } from '../../events/outgoing.js';
 import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
-import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES, type Ref } from '../../functions/kube/kube-api.js';
+import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
+import type { Resource } from '../../api/watched-resources.js';
 import { postEvent } from './post-event.js';
 import { runStream, streamName, type StreamLog, type StreamSpec, type WatchAction } from './watch-stream.js';
 
@@ -29,7 +30,7 @@ export interface LocalEventSource {
   stop(): Promise<void>;
 }
 
-interface WatchedResource extends Ref {
+interface WatchedResource extends Resource {
   kind: string;
   namespaced: boolean;
   labelSelector?: string;

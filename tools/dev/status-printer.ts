@@ -1,7 +1,8 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
-import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, type Ref } from '../../functions/kube/kube-api.js';
+import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import type { Resource } from '../../api/watched-resources.js';
 import { DeploymentSchema, GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema } from '../../api/schemas.js';
 import { renderStatusTable, type StatusSnapshot } from './status-table.js';
 
@@ -26,7 +27,7 @@ export interface StatusPrinter {
 }
 
 async function readSnapshot(api: CustomObjectsApi, controllerName: string, namespaces: string[]): Promise<StatusSnapshot> {
-  const list = async <S extends z.ZodType>(ref: Ref, schema: S, opts: { clusterScoped?: boolean; labelSelector?: string } = {}): Promise<z.output<S>[]> => {
+  const list = async <S extends z.ZodType>(ref: Resource, schema: S, opts: { clusterScoped?: boolean; labelSelector?: string } = {}): Promise<z.output<S>[]> => {
     const scopes: (string | undefined)[] = opts.clusterScoped || namespaces.length === 0 ? [undefined] : namespaces;
     const lists = await Promise.all(
       scopes.map(async (namespace) => {

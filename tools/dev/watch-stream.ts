@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { Ref } from '../../functions/kube/kube-api.js';
+import type { Resource } from '../../api/watched-resources.js';
 
 // List-then-watch of one resource in one scope, as a client-go reflector does
 // for the ApiServerSource adapter: list once for a resourceVersion, watch from
@@ -11,7 +11,7 @@ import type { Ref } from '../../functions/kube/kube-api.js';
 
 export type WatchAction = 'add' | 'update' | 'delete';
 
-export interface StreamSpec extends Ref {
+export interface StreamSpec extends Resource {
   /** Kind and apiVersion for objects that arrive without them. */
   kind: string;
   /** Undefined: cluster-scoped resource, or every namespace. */

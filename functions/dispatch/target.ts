@@ -1,0 +1,18 @@
+import type { GatewayKey } from '../../api/gateway-key.js';
+import type { ObserveHint } from '../../events/observe-hint.js';
+
+// The types dispatch, the resync and fan-out share; a leaf, so that none of
+// them imports another for a type.
+
+/** Whose objects the function serves. */
+export interface DispatchScope {
+  controllerName: string;
+  /** Namespaces served; empty means all. */
+  namespaces: string[];
+}
+
+/** A Gateway to reconcile, with what dispatch already knows of what it names (observe-hint.ts). */
+export interface Target {
+  key: GatewayKey;
+  hint?: ObserveHint;
+}
