@@ -1,11 +1,10 @@
 // Type-aware linting is left to `tsc --noEmit` (strict); eslint adds the
 // recommended rule sets, forbids `any` at the boundaries, keeps the pure core
 // pure and the layers in order: api/ imports nothing of ours, events/ only
-// api/, functions/ both, and no module imports itself through others
-// (docs/design.md §3).
+// api/, functions/ both (docs/design.md §3). Import circles are
+// dependency-cruiser's to find (.dependency-cruiser.cjs): it counts type-only
+// imports, which eslint's cycle rules skip.
 import tseslint from 'typescript-eslint';
-import { importX } from 'eslint-plugin-import-x';
-import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 /** The functional core: observed objects in, decisions out. No I/O, no clock, no randomness. */
 export const PURE_FILES = [
@@ -19,22 +18,6 @@ export const PURE_FILES = [
   'functions/dispatch/resync-plan.ts',
   'functions/kube/retry-policy.ts',
 ];
-
-/** Where an import circle is refused: the function and the modules it is built from. */
-export const NO_CYCLE_FILES = ['functions/**/*.ts', 'api/**/*.ts', 'events/**/*.ts'];
-
-/** The cycle rule alone (test/unit/import-cycles.test.ts runs it on a planted circle). */
-export const noCycleConfig = {
-  files: NO_CYCLE_FILES,
-  plugins: { 'import-x': importX },
-  settings: {
-    ...importX.flatConfigs.typescript.settings,
-    'import-x/resolver': undefined,
-    'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })],
-  },
-  // Type-only imports count too: a circle of types is a circle of concepts.
-  rules: { 'import-x/no-cycle': ['error', { allowUnsafeDynamicCyclicDependency: false }] },
-};
 
 /** The leaf module every layer shares: API names, object schemas, the Gateway key, the watched resources. Pure as well. */
 export const LEAF_FILES = ['api/**/*.ts'];
@@ -88,7 +71,6 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
-  noCycleConfig,
   { files: PURE_FILES, rules: pureRules([]) },
   { files: LEAF_FILES, rules: pureRules([layer(['**/functions/**', '**/events/**'], 'api/ is the leaf module: it imports nothing of the function or the event contracts')]) },
   {

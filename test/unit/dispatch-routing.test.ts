@@ -1,0 +1,145 @@
+// Routing, without an API server: an ApiServerSource event, parsed as the
+// front door parses it, → the lists dispatch asks for → the Gateways and
+// GatewayClasses it affects. One case per kind of the watched-resources
+// table, in Resource mode (the object in the event) and in Reference mode
+// (only its name). Expected keys are spelled out.
+import { parseIncoming, type Incoming } from '../../events/incoming.js';
+import { apiServerEvent } from '../../events/outgoing.js';
+import { WATCHED_KINDS, WATCHED_RESOURCES, type WatchedKind } from '../../api/watched-resources.js';
+import type { Gateway, GatewayClass } from '../../api/schemas.js';
+import { dispatch, listsNeeded, type ApiServerIncoming, type EventLists } from '../../functions/dispatch/dispatch.js';
+
+const CONTROLLER = 'gateway-controller.meridio-2.nordix.org/controller';
+const SCOPE = { controllerName: CONTROLLER, namespaces: [] as string[] };
+const MERIDIO = 'meridio-2.nordix.org';
+
+function gateway(namespace: string, name: string, o: { className?: string; config?: string; allFrom?: boolean; addresses?: string[] } = {}): Gateway {
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { namespace, name },
+    spec: {
+      gatewayClassName: o.className ?? 'ours',
+      listeners: [{ name: 'l', protocol: 'TCP', port: 80, ...(o.allFrom ? { allowedRoutes: { namespaces: { from: 'All' } } } : {}) }],
+      ...(o.config ? { infrastructure: { parametersRef: { group: MERIDIO, kind: 'GatewayConfiguration', name: o.config } } } : {}),
+    },
+    ...(o.addresses ? { status: { addresses: o.addresses.map((value) => ({ type: 'IPAddress', value })) } } : {}),
+  } as Gateway;
+}
+
+function gatewayClass(name: string, defaultConfig?: { namespace: string; name: string }): GatewayClass {
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'GatewayClass',
+    metadata: { name },
+    spec: { controllerName: CONTROLLER, ...(defaultConfig ? { parametersRef: { group: MERIDIO, kind: 'GatewayConfiguration', ...defaultConfig } } : {}) },
+  } as GatewayClass;
+}
+
+const apiVersionOf = (kind: WatchedKind): string => `${WATCHED_RESOURCES[kind].group}/${WATCHED_RESOURCES[kind].version}`;
+
+/** A Resource-mode event as the receive adapter sends it, through the front door's parser. */
+function resourceEvent(kind: WatchedKind, object: Record<string, unknown> & { metadata: { name: string; namespace?: string } }, action: 'add' | 'update' | 'delete' = 'update'): ApiServerIncoming {
+  const incoming: Incoming = parseIncoming(apiServerEvent(action, { apiVersion: apiVersionOf(kind), kind, ...object }, '/apis/v1/namespaces/meridio'), false);
+  if (incoming.kind !== 'apiserver') throw new Error(`not routed as an API event: ${JSON.stringify(incoming)}`);
+  return incoming;
+}
+
+/** A Reference-mode event: the name only. */
+function refEvent(kind: WatchedKind, name: string, namespace?: string): ApiServerIncoming {
+  return { kind: 'apiserver', mode: 'ref', action: 'update', resource: { apiVersion: apiVersionOf(kind), kind, name, namespace }, object: undefined };
+}
+
+/** listsNeeded, then dispatch, with lists served from `world`; also returns the order lists were asked for. */
+function route(incoming: ApiServerIncoming, world: { classes: GatewayClass[]; gateways: Gateway[] }, scope = SCOPE) {
+  const asked: string[][] = [];
+  let lists: EventLists = {};
+  for (let needed = listsNeeded(incoming, lists); needed.length > 0; needed = listsNeeded(incoming, lists)) {
+    asked.push(needed);
+    for (const name of needed) {
+      if (name === 'classes') lists = { ...lists, classes: world.classes };
+      if (name === 'local') lists = { ...lists, local: world.gateways.filter((g) => g.metadata.namespace === incoming.resource.namespace) };
+      if (name === 'served') lists = { ...lists, served: world.gateways.filter((g) => scope.namespaces.length === 0 || scope.namespaces.includes(g.metadata.namespace ?? '')) };
+    }
+  }
+  const affected = dispatch(incoming, lists, scope);
+  return { asked, keys: affected.targets.map((t) => `${t.key.namespace}/${t.key.name}`), classes: affected.classes, affected };
+}
+
+const WORLD = {
+  classes: [gatewayClass('ours', { namespace: 'conf', name: 'shared' }), gatewayClass('plain')],
+  gateways: [
+    gateway('a', 'gw-own', { className: 'plain', config: 'cfg' }),
+    gateway('a', 'gw-default'),
+    gateway('b', 'gw-default-b'),
+    gateway('b', 'gw-own-b', { config: 'cfg' }),
+    gateway('b', 'gw-open', { className: 'plain', allFrom: true, addresses: ['20.0.0.1'] }),
+  ],
+};
+
+describe('routing an API event, for every watched kind', () => {
+  it('covers every kind of the watched-resources table', () => {
+    expect([...WATCHED_KINDS].sort()).toEqual(['Deployment', 'Gateway', 'GatewayClass', 'GatewayConfiguration', 'L34Route']);
+  });
+
+  it('Gateway: that Gateway, read from nothing, with the hint its object gives', () => {
+    const r = route(resourceEvent('Gateway', gateway('a', 'gw-own', { className: 'plain', config: 'cfg' })), WORLD);
+    expect(r).toMatchObject({ asked: [], keys: ['a/gw-own'], classes: [] });
+    expect(r.affected.targets[0]?.hint).toEqual({ gatewayClassName: 'plain', routeScope: 'same', configuration: { namespace: 'a', name: 'cfg' } });
+    expect(route(refEvent('Gateway', 'gw-x', 'a'), WORLD)).toMatchObject({ asked: [], keys: ['a/gw-x'], classes: [] });
+    // A delete is routed the same way: the reconcile finds it gone.
+    expect(route(resourceEvent('Gateway', gateway('a', 'gone'), 'delete'), WORLD).keys).toEqual(['a/gone']);
+  });
+
+  it('Deployment: its controller owner in Resource mode, read from nothing; by name in Reference mode, from its namespace', () => {
+    const owned = { metadata: { name: 'sllbr-gw-own', namespace: 'a', ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: 'gw-own', uid: 'u', controller: true }] } };
+    expect(route(resourceEvent('Deployment', owned), WORLD)).toMatchObject({ asked: [], keys: ['a/gw-own'] });
+    const foreign = { metadata: { name: 'sllbr-gw-own', namespace: 'a', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'x', uid: 'u', controller: true }] } };
+    expect(route(resourceEvent('Deployment', foreign), WORLD)).toMatchObject({ asked: [], keys: [] });
+    expect(route(refEvent('Deployment', 'sllbr-gw-default', 'a'), WORLD)).toMatchObject({ asked: [['local']], keys: ['a/gw-default'] });
+    expect(route(refEvent('Deployment', 'unrelated', 'a'), WORLD)).toMatchObject({ asked: [['local']], keys: [] });
+  });
+
+  it('GatewayConfiguration used by its own namespace only: the classes once and that namespace, nothing more', () => {
+    const r = route(resourceEvent('GatewayConfiguration', { metadata: { name: 'cfg', namespace: 'b' } }), WORLD);
+    expect(r).toMatchObject({ asked: [['local', 'classes']], keys: ['b/gw-own-b'], classes: [] });
+    expect(r.affected.listed?.classes).toBe(WORLD.classes);
+  });
+
+  it('GatewayConfiguration that a class names as its default: then the served Gateways, and the class itself', () => {
+    const r = route(resourceEvent('GatewayConfiguration', { metadata: { name: 'shared', namespace: 'conf' } }), WORLD);
+    // The GatewayClasses are listed once; the Gateways everywhere only once a class names it.
+    expect(r.asked).toEqual([['local', 'classes'], ['served']]);
+    expect(r.asked.flat().filter((l) => l === 'classes')).toHaveLength(1);
+    // Gateways of class "ours" without their own reference; gw-own-b has its own.
+    expect(r.keys).toEqual(['a/gw-default', 'b/gw-default-b']);
+    expect(r.classes).toEqual(['ours']);
+    expect(route(refEvent('GatewayConfiguration', 'shared', 'conf'), WORLD).keys).toEqual(['a/gw-default', 'b/gw-default-b']);
+  });
+
+  it('GatewayClass: every Gateway of the class in the served namespaces, and the class', () => {
+    const r = route(resourceEvent('GatewayClass', gatewayClass('plain') as unknown as { metadata: { name: string } }), WORLD);
+    expect(r).toMatchObject({ asked: [['served']], keys: ['a/gw-own', 'b/gw-open'], classes: ['plain'] });
+    expect(route(refEvent('GatewayClass', 'ours'), WORLD)).toMatchObject({ asked: [['served']], keys: ['a/gw-default', 'b/gw-default-b', 'b/gw-own-b'], classes: ['ours'] });
+  });
+
+  it('L34Route: the Gateway its parentRef names and any Gateway that advertises its VIP; by reach in Reference mode', () => {
+    const route34 = { metadata: { name: 'r', namespace: 'a' }, spec: { parentRefs: [{ name: 'gw-default' }], destinationCIDRs: ['20.0.0.1/32'] } };
+    expect(route(resourceEvent('L34Route', route34), WORLD)).toMatchObject({ asked: [['served']], keys: ['a/gw-default', 'b/gw-open'], classes: [] });
+    // Reference mode: its namespace's Gateways and those admitting routes from anywhere.
+    expect(route(refEvent('L34Route', 'r', 'a'), WORLD).keys).toEqual(['a/gw-default', 'a/gw-own', 'b/gw-open']);
+  });
+
+  it('keeps to the served namespaces', () => {
+    const scope = { controllerName: CONTROLLER, namespaces: ['a'] };
+    expect(route(refEvent('GatewayClass', 'ours'), WORLD, scope).keys).toEqual(['a/gw-default']);
+    expect(route(refEvent('Gateway', 'gw-x', 'b'), WORLD, scope).keys).toEqual([]);
+  });
+});
+
+describe('what is not an API event is not routed here', () => {
+  it('another kind of the same name in another group is ignored by the parser', () => {
+    const incoming = parseIncoming(apiServerEvent('update', { apiVersion: 'example.com/v1', kind: 'Gateway', metadata: { name: 'x', namespace: 'a' } }, '/s'), false);
+    expect(incoming.kind).toBe('ignored');
+  });
+});
