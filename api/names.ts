@@ -9,7 +9,6 @@ export const GATEWAY_KIND = 'Gateway';
 export const GATEWAY_CLASS_KIND = 'GatewayClass';
 
 export const MERIDIO_GROUP = 'meridio-2.nordix.org';
-export const MERIDIO_API_VERSION = `${MERIDIO_GROUP}/v1alpha1`;
 export const GATEWAY_CONFIGURATION_KIND = 'GatewayConfiguration';
 export const L34ROUTE_KIND = 'L34Route';
 

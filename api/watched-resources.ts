@@ -27,12 +27,8 @@ export type WatchedKind = keyof typeof WATCHED_RESOURCES;
 export const WATCHED_KINDS = Object.keys(WATCHED_RESOURCES) as WatchedKind[];
 
 /** Resources the function reads or writes but does not watch. */
-export const NAMESPACES: Resource = { group: '', version: 'v1', plural: 'namespaces' };
 export const EVENTS: Resource = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
 export const CRDS: Resource = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
-
-/** `group/version` as an apiVersion field spells it (the core group has no prefix). */
-export const apiVersionOf = (r: Resource): string => (r.group === '' ? r.version : `${r.group}/${r.version}`);
 
 /** The watched kind an apiVersion and kind name, or undefined: another project's "Gateway" is not ours. */
 export function watchedKind(apiVersion: string, kind: string): WatchedKind | undefined {

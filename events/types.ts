@@ -33,9 +33,6 @@ export const RECEIVED_TYPES: readonly string[] = [
 /** Every type the function emits (fan-out to K_SINK). */
 export const EMITTED_TYPES: readonly string[] = [RECONCILE_TYPE];
 
-/** Extensions Knative adds to an event it dead-letters. */
-export const DEAD_LETTER_EXTENSIONS = ['knativeerrorcode', 'knativeerrordest', 'knativeerrordata'] as const;
-
 
 
 /** HTTP paths of the function. */

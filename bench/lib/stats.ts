@@ -36,10 +36,3 @@ export function summarize(values: readonly number[]): Summary {
     mean: s.length === 0 ? Number.NaN : s.reduce((a, b) => a + b, 0) / s.length,
   };
 }
-
-/** Rounds every number of a summary for the report (ms to 0.1, others as given). */
-export function rounded(s: Summary, digits = 1): Summary {
-  const f = 10 ** digits;
-  const r = (x: number): number => Math.round(x * f) / f;
-  return { n: s.n, median: r(s.median), p99: r(s.p99), min: r(s.min), max: r(s.max), mean: r(s.mean) };
-}

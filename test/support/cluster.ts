@@ -33,8 +33,6 @@ export function adminConfig(): KubeConfig {
   return adminKubeConfig(clusterInfo());
 }
 
-export const ADMIN_USER = 'admin';
-
 /** A kubeconfig that authenticates with a bearer token (e.g. a ServiceAccount's). */
 export function tokenConfig(token: string): KubeConfig {
   return tokenKubeConfig(adminConfig(), token);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { ApiException, ApiextensionsV1Api, loadAllYaml } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { ensureKnativeCrds as pinnedKnativeCrds } from '../../tools/knative/build.mjs';
-import { kustomizeBuild } from '../../tools/kustomize/build.mjs';
+import { execFileSync } from 'node:child_process';
+import { ensureGoTool } from '../../tools/go-tools.mjs';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo } from './cluster.js';
 
@@ -63,7 +64,8 @@ export function parseManifests(yaml: string, source: string): Manifest[] {
 
 /** `kustomize build <dir>` with the pinned kustomize, split into documents. */
 export async function buildInstall(dir: string = INSTALL_DIR): Promise<Manifest[]> {
-  return parseManifests(await kustomizeBuild(dir), `kustomize build ${dir}`);
+  const { binary } = await ensureGoTool('kustomize');
+  return parseManifests(execFileSync(binary, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }), `kustomize build ${dir}`);
 }
 
 export function describeObject(obj: ManifestObject): string {

@@ -27,8 +27,6 @@ import { startGoProcess, type GoProcess } from './go-process.js';
 
 /** The host's address on every Pod link: not loopback, so Kubernetes accepts it in EndpointSlices. */
 export const GATEWAY = '10.245.0.1';
-/** Addresses of system Pods (the autoscaler); Revision Pods get KWOK's (10.244.0.0/24). */
-export const SYSTEM_POD_CIDR_PREFIX = '10.245.0.';
 
 const NAMESPACE_SETUP = [
   // Wait until the host has moved our end of the veth pair in.

@@ -1,8 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureJaeger } from '../../tools/jaeger/build.mjs';
-import { ensurePrometheus } from '../../tools/prometheus/build.mjs';
+import { ensureGoTool } from '../../tools/go-tools.mjs';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startGoProcess, tail, type GoProcess } from './go-process.js';
@@ -34,7 +33,7 @@ export interface PrometheusProcess {
 }
 
 export async function startPrometheus(): Promise<PrometheusProcess> {
-  const { binary } = await ensurePrometheus();
+  const { binary } = await ensureGoTool('prometheus');
   const dir = mkdtempSync(join(tmpdir(), 'prometheus-'));
   // No scrape jobs: everything arrives over OTLP.
   writeFileSync(join(dir, 'prometheus.yml'), 'global: {}\n');
@@ -95,7 +94,7 @@ export interface JaegerProcess {
 }
 
 export async function startJaeger(): Promise<JaegerProcess> {
-  const { binary } = await ensureJaeger();
+  const { binary } = await ensureGoTool('jaeger');
   const dir = mkdtempSync(join(tmpdir(), 'jaeger-'));
   const [otlpHttp, otlpGrpc, queryHttp, queryGrpc, health] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   const at = (port: number): string => `127.0.0.1:${port}`;

@@ -99,11 +99,6 @@ function binDir(v: KnativeVersions): string {
   return process.env.KNATIVE_ASSETS ?? join(cacheRoot(), 'bin', `knative-eventing-${v.eventing}`);
 }
 
-/** Where the adapter comes from: `$KNATIVE_ASSETS/apiserver_receive_adapter`, else the cache. */
-export function resolveAdapter(v: KnativeVersions = pinnedVersions()): string {
-  return join(binDir(v), ADAPTER);
-}
-
 /**
  * Our own `controllers` changes with this repository, not with the Eventing
  * version: it lives in a directory named for its source's hash, so that a

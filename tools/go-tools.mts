@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+// The single-binary Go tools the tests run, in one table: each is built from
+// its Go module at the version pinned in tools/<name>/go.mod (the one place it
+// is pinned) and cached per version under the user's cache directory
+// (go-build.mts). Tools that build several binaries or bring manifests
+// (the control plane, kwok, Knative, the conformance suite) have builders of
+// their own.
+//
+// Runs directly under Node's type stripping, on a machine that has nothing but
+// Go and Node.
+//
+// Usage: node tools/go-tools.mts [name...] [--print]   (no name: every tool;
+// --print: print the resolved binaries as JSON on stdout, building missing ones)
+//
+// <NAME>_BIN=<file> (PROMETHEUS_BIN, JAEGER_BIN, KUSTOMIZE_BIN) skips a build
+// and uses that binary.
+import { cachedBinary, ensureBinary, goBuild, logger, requiredVersion, runAsScript, toolDir } from './go-build.mts';
+
+export interface GoTool {
+  /** The Go module, as tools/<name>/go.mod requires it. */
+  module: string;
+  /** The package to build, relative to the module ('' for its root). */
+  pkg: string;
+  /** The environment variable that names a binary to use instead. */
+  envVar: string;
+  /** Build tags. */
+  tags?: string[];
+  /** Linker flags beyond `-s -w`, from the module version. */
+  ldflags?: (version: string) => string;
+  /** What the build announces: why this tool, and how long a cold build takes. */
+  about: string;
+}
+
+/** The Prometheus release of a module version: v0.316.0 is Prometheus 3.16.0. */
+export function prometheusRelease(moduleVersion: string): string {
+  const m = /^v0\.(\d)(\d\d)\.(\d+)$/.exec(moduleVersion);
+  return m ? `${m[1]}.${Number(m[2])}.${m[3]}` : moduleVersion;
+}
+
+export const GO_TOOLS = {
+  // Renders infra/ in the tests, so the install validated is exactly what
+  // `kustomize build infra` (or `kubectl apply -k infra`) produces.
+  kustomize: {
+    module: 'sigs.k8s.io/kustomize/kustomize/v5',
+    pkg: '',
+    envVar: 'KUSTOMIZE_BIN',
+    ldflags: (v) => `-X sigs.k8s.io/kustomize/api/provenance.version=${v}`,
+    about: 'a cold build takes 30 s to 2 minutes',
+  },
+  // The telemetry test pushes the function's metrics into its OTLP receiver
+  // and reads them back through its query API. Built with `remove_all_sd`:
+  // no service discovery, half the packages; no web UI (`builtinassets`).
+  prometheus: {
+    module: 'github.com/prometheus/prometheus',
+    pkg: 'cmd/prometheus',
+    envVar: 'PROMETHEUS_BIN',
+    tags: ['remove_all_sd'],
+    // The version shows in `prometheus --version` and in its build-info API.
+    ldflags: (v) => `-X github.com/prometheus/common/version.Version=${prometheusRelease(v)}`,
+    about: 'without service discovery; a cold build takes about 2.5 minutes on 2 quiet cores, more under load',
+  },
+  // The v2 binary: an OpenTelemetry Collector distribution with Jaeger's
+  // in-memory store and query API; the telemetry test reads traces back.
+  jaeger: {
+    module: 'github.com/jaegertracing/jaeger',
+    pkg: 'cmd/jaeger',
+    envVar: 'JAEGER_BIN',
+    about: 'a cold build takes about 5 minutes on 2 quiet cores, more under load',
+  },
+} as const satisfies Record<string, GoTool>;
+
+export type GoToolName = keyof typeof GO_TOOLS;
+
+export interface GoToolAssets {
+  version: string;
+  binary: string;
+}
+
+/** The pinned version and where its binary is (`$<NAME>_BIN`, else the cache), without building. */
+export function resolveGoTool(name: GoToolName): GoToolAssets {
+  const tool: GoTool = GO_TOOLS[name];
+  const version = requiredVersion(toolDir(name, import.meta.url), tool.module);
+  return { version, binary: cachedBinary(tool.envVar, `${name}-${version}`, name) };
+}
+
+/** The tool's binary, built once when missing. */
+export async function ensureGoTool(name: GoToolName): Promise<GoToolAssets> {
+  const tool: GoTool = GO_TOOLS[name];
+  const log = logger(name);
+  const assets = resolveGoTool(name);
+  await ensureBinary({
+    binary: assets.binary,
+    envVar: tool.envVar,
+    lock: `.${name}-build.lock`,
+    log,
+    requires: `${name}; or set ${tool.envVar} to a ${name} binary`,
+    announce: `building ${name} (${tool.module} ${assets.version}) ${tool.about}`,
+    build: () =>
+      goBuild({
+        dir: toolDir(name, import.meta.url),
+        pkg: tool.pkg === '' ? tool.module : `${tool.module}/${tool.pkg}`,
+        out: assets.binary,
+        trimpath: true,
+        ...(tool.tags ? { tags: tool.tags } : {}),
+        ldflags: ['-s -w', tool.ldflags?.(assets.version)].filter(Boolean).join(' '),
+        log,
+      }),
+  });
+  return assets;
+}
+
+const log = logger('go-tools');
+runAsScript(import.meta.url, async () => {
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const unknown = asked.filter((a) => !Object.hasOwn(GO_TOOLS, a));
+  if (unknown.length > 0) throw new Error(`unknown tool ${unknown.join(', ')}: known are ${Object.keys(GO_TOOLS).join(', ')}`);
+  const names = (asked.length > 0 ? asked : Object.keys(GO_TOOLS)) as GoToolName[];
+  const built: Record<string, GoToolAssets> = {};
+  // One after the other: each build already uses every core.
+  for (const name of names) built[name] = await ensureGoTool(name);
+  if (!process.argv.includes('--print')) for (const [name, a] of Object.entries(built)) log(`${name} ${a.version}: ${a.binary}`);
+  return built;
+}, log);
