@@ -134,6 +134,6 @@ describe('observe: one read round with a right hint', () => {
       resource: { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: 'gw', namespace: w.ns() },
       object: WatchedObject.parse(gateway),
     });
-    expect(fromEvent).toEqual([{ key: w.key(), hint: hintOf(gateway) }]);
+    expect(fromEvent).toEqual([{ key: w.key(), hint: { gatewayClassName: w.cls(), configuration: { namespace: w.ns(), name: 'cfg' }, routeScope: 'same' } }]);
   });
 });

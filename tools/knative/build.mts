@@ -26,7 +26,6 @@ import { cacheRoot, collectCrds, goBuildMany, logger, moduleDir, requireGo, requ
 const here = toolDir('knative', import.meta.url);
 const log = logger('knative');
 
-const ADAPTER = 'apiserver_receive_adapter';
 
 /**
  * Binary name (what `go build -o <dir>/` calls it) → main package. Every one
