@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { processesNaming } from '../../tools/controlplane/control-plane.js';
 
@@ -83,4 +84,27 @@ describe('npm start without a cluster', () => {
       rmSync(home, { recursive: true, force: true });
     }
   }, DEADLINE_MS + 60000);
+});
+
+describe('npm start where the port is taken', () => {
+  it('says in one line which port and what to set, before setting anything up, and exits 1', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'meridio2-home-'));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, () => resolve()));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      // A cluster is configured (its kubeconfig is never read: the port is settled first).
+      const env = { ...noClusterEnv(home), KUBECONFIG: join(home, 'kubeconfig'), PORT: String(port) };
+      const child = spawn(process.execPath, ['dist/tools/dev/start.js'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      expect(await exited(child)).toBe(1);
+      expect(stderr).toContain(`port ${port} is in use: set PORT to a free port (PORT=0 picks any free one)`);
+      expect(stderr).not.toMatch(/^\s+at /m);
+      expect(stderr).not.toContain('cluster mode');
+    } finally {
+      taken.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });

@@ -28,7 +28,8 @@ const span = ephemeralStart() - LOWEST;
 let next = randomInt(span);
 let handedOut = 0;
 
-function bindable(port: number): Promise<boolean> {
+/** Whether a listener can be opened on the port now (nobody else listens on it). */
+export function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();

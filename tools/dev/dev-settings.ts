@@ -13,15 +13,19 @@ const optionalNumber = (schema: z.ZodNumber) =>
   z.preprocess((v) => (v === '' || v === undefined ? undefined : Number(v)), schema.optional());
 
 const DevEnvSchema = z.object({
-  /** 0 picks a free port (tests run several at once). */
-  PORT: optionalNumber(z.number().int().min(0).max(65535)).transform((v) => v ?? 8080),
+  /** 0 picks a free port (tests run several at once); unset: see DevSettings.port. */
+  PORT: optionalNumber(z.number().int().min(0).max(65535)),
   /** Period of the local stand-in for the PingSource resync. */
   RESYNC_INTERVAL_SECONDS: optionalNumber(z.number().min(1).max(86400)).transform((v) => v ?? 30),
 });
 
 export interface DevSettings {
-  /** The port to listen on; 0 means "any free one". */
-  port: number;
+  /**
+   * The port to listen on; 0 means "any free one"; undefined (PORT unset):
+   * any free one with the embedded control plane, where nobody but the dev
+   * tool talks to the function, and 8080 against a cluster.
+   */
+  port: number | undefined;
   resyncIntervalMs: number;
   /** The function's configuration, with PORT and K_SINK still to be settled by the caller. */
   function: Config;

@@ -14,7 +14,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { ConfigError } from '../../functions/config.js';
 import { defaultKubeConfig, startFunction } from '../../functions/start-function.js';
 import { ControlPlane } from '../controlplane/control-plane.js';
-import { freePort } from '../controlplane/free-port.js';
+import { bindable, freePort } from '../controlplane/free-port.js';
 import { repoRoot } from '../harness/repo-root.js';
 import { clusterConfigured, loadDevSettings } from './dev-settings.js';
 import { adminKubeConfig } from '../harness/kubeconfig.js';
@@ -105,14 +105,31 @@ async function embeddedCluster(root: string): Promise<{ functionKc: KubeConfig; 
   return { functionKc, watchKc };
 }
 
+/** Against a cluster, with PORT unset: what `npm start` has always served on. */
+const DEFAULT_PORT = 8080;
+
+const portInUse = (port: number): ConfigError => new ConfigError(`port ${port} is in use: set PORT to a free port (PORT=0 picks any free one)`);
+
+/** K_SINK must be known before the server starts, so "any port" (0) is settled here; a port in use stops the start. */
+async function listeningPort(wanted: number): Promise<number> {
+  if (wanted === 0) return freePort();
+  if (!(await bindable(wanted))) throw portInUse(wanted);
+  return wanted;
+}
+
 async function main(): Promise<void> {
   const root = repoRoot();
   const settings = loadDevSettings(process.env, root);
   const config = settings.function;
   const log = pino({ level: config.LOG_LEVEL, base: { component: 'dev' } }, pino.destination(2));
 
+  // Settled before anything is set up, so that a port in use is one line
+  // and not a stack trace after the control plane has started.
+  const embedded = !clusterConfigured();
+  const port = await listeningPort(settings.port ?? (embedded ? 0 : DEFAULT_PORT));
+
   let kcs: { functionKc: KubeConfig; watchKc: KubeConfig };
-  if (clusterConfigured()) {
+  if (!embedded) {
     for (const sig of SIGNALS) process.on(sig, onSignal);
     const kc = defaultKubeConfig();
     notice(`cluster mode: serving the function against ${kc.getCurrentCluster()?.server ?? 'the configured cluster'} (context ${kc.getCurrentContext()})`);
@@ -121,10 +138,12 @@ async function main(): Promise<void> {
     kcs = await embeddedCluster(root);
   }
 
-  // K_SINK must be known before the server starts, so "any port" is settled here.
-  const port = settings.port === 0 ? await freePort() : settings.port;
   const self = `http://127.0.0.1:${port}/`;
-  const fn = await startFunction({ ...config, PORT: port, K_SINK: config.K_SINK ?? self }, kcs.functionKc);
+  const fn = await startFunction({ ...config, PORT: port, K_SINK: config.K_SINK ?? self }, kcs.functionKc).catch((err: unknown) => {
+    // Taken between the check above and now.
+    if ((err as { code?: string }).code === 'EADDRINUSE') throw portInUse(port);
+    throw err;
+  });
   cleanups.push({ what: 'the function', stop: () => fn.stop(DRAIN_MS) });
   notice(`function listening on ${self} (K_SINK ${config.K_SINK ?? 'is the function itself'}; logs at level ${config.LOG_LEVEL}, set LOG_LEVEL to change)`);
 
