@@ -28,7 +28,7 @@ import { CONTROLLER_NAME, controllerIdentity } from '../support/reconciler.js';
 // becomes available there).
 //
 // Only Gateway-level tests that an L3/L4 controller without an HTTP data
-// plane can pass are run; README.md lists what is left out and why.
+// plane can pass are run; docs/testing.md lists what is left out and why.
 // MERIDIO_CONFORMANCE_REPORT=<path> also copies the suite's report there
 // (docs/conformance-report.yaml is produced that way).
 

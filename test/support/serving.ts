@@ -29,7 +29,7 @@ import { GATEWAY, relayToLoopback, startPodSandbox, writeHostsFile, type PodSand
 //   it, with the real queue-proxy (cmd/queue) and the real function (the
 //   shipped startup snapshot): the process kubelet below.
 //
-// Stand-ins, for what a cluster's network and kubelet provide (README,
+// Stand-ins, for what a cluster's network and kubelet provide (docs/testing.md,
 // "Knative Serving in the tests"):
 //   - the process kubelet: starts a Revision Pod's containers as processes
 //     once KWOK reports the Pod running, stops them when the Pod goes away;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The image facts the README states: build time (base image, controller
+// The image facts docs/testing.md states: build time (base image, controller
 // image cold and again), image size and layers, and the containerised cold
 // start (runc spawned → GET /readyz first answers 200), interleaved with the
 // same snapshot started as a plain process (bench P1's "shipped" variant), so
