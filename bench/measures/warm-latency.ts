@@ -4,6 +4,7 @@ import { reconcileEvent } from '../../events/outgoing.js';
 import { createNamespace } from '../lib/cluster.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../functions/kube/kube-api.js';
 import { connectionPool } from '../../functions/kube/pooled-client.js';
+import { NO_TELEMETRY } from '../../functions/telemetry/telemetry.js';
 import { reconcileVia, settle, type BenchContext } from '../lib/context.js';
 import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { createConfiguration, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
@@ -54,7 +55,7 @@ export async function measureWarmLatency(ctx: BenchContext, opts: { samples: num
   await createGateways(c, ns, ['warm'], ctx.className, 'cfg');
   const key = { namespace: ns, name: 'warm' };
   const fn = await FunctionProcess.start({ ...(opts.variant ? { variant: opts.variant } : {}), kubeconfig: identity.kubeconfig, namespaces: [ns] });
-  const bare = new CustomObjectsApi(connectionPool(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS }).configuration());
+  const bare = new CustomObjectsApi(connectionPool(identity.kc, { requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS, telemetry: NO_TELEMETRY }).configuration());
   const stock = identity.kc.makeApiClient(CustomObjectsApi);
   const outcomes: Record<string, number> = {};
   const count = (o: string): void => { outcomes[o] = (outcomes[o] ?? 0) + 1; };

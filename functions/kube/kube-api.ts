@@ -19,6 +19,7 @@ import {
 import { isNotFound } from './classify-error.js';
 import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { connectionPool, type ConnectionPool } from './pooled-client.js';
+import { NO_TELEMETRY } from '../telemetry/telemetry.js';
 import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
 // The one typed doorway to the API server. Every object goes through the
@@ -112,10 +113,11 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
  * `pool`: a connection pool to share (start-function.ts gives the sender
  * verifier's key reads the same one, so the first event after a cold start
  * opens one TLS connection, not two), with its telemetry; without it, a pool
- * of its own with `requestTimeoutMs`. `signal`: see KubeApi.withSignal.
+ * of its own with `requestTimeoutMs` and no telemetry. `signal`: see
+ * KubeApi.withSignal.
  */
 export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; pool?: ConnectionPool; signal?: AbortSignal } = {}): KubeApi {
-  const pool = options.pool ?? connectionPool(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
+  const pool = options.pool ?? connectionPool(kc, { requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, telemetry: NO_TELEMETRY });
   const configuration = pool.configuration(options.signal);
   const api = new CustomObjectsApi(configuration);
   const core = new CoreV1Api(configuration);

@@ -33,7 +33,7 @@ export interface ConnectionPool {
  * request (a rotated token is picked up); only the first Agent is kept, like
  * client-go's cached transport, so a CA rotated on disk needs a new process.
  */
-export function connectionPool(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry?: Telemetry }): ConnectionPool {
+export function connectionPool(kc: KubeConfig, options: { requestTimeoutMs: number; telemetry: Telemetry }): ConnectionPool {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   let shared: Dispatcher | undefined;
@@ -63,7 +63,7 @@ export function connectionPool(kc: KubeConfig, options: { requestTimeoutMs: numb
       authMethods: { default: auth },
       middleware: [setHeaderMiddleware('User-Agent', 'meridio-2-gateway-controller')],
     });
-    if (!telemetry?.enabled) return plain;
+    if (!telemetry.enabled) return plain;
     // Every API request the function makes passes here: the one place its
     // span, trace context and latency are recorded (telemetry/telemetry.ts).
     const transport = plain.httpApi;
