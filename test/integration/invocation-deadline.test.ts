@@ -27,18 +27,22 @@ function heldReads(api: KubeApi, gates: Array<{ promise: Promise<void> }>): { ap
   let reads = 0;
   let inFlight = 0;
   const writes: string[] = [];
-  const counted = Object.fromEntries(
-    Object.entries(api).map(([name, fn]) => [
+  // The handler binds the client to each invocation's signal: the bound
+  // client is held and counted the same way.
+  const held = (inner: KubeApi): KubeApi => Object.fromEntries(
+    Object.entries(inner).map(([name, fn]) => [
       name,
-      (...args: unknown[]): Promise<unknown> => {
-        inFlight++;
-        if (/^(create|replace|annotate)/.test(name)) writes.push(name);
-        const held = name === 'getGateway' ? (gates[reads++]?.promise ?? Promise.resolve()) : Promise.resolve();
-        return held.then(() => (fn as (...a: unknown[]) => Promise<unknown>)(...args)).finally(() => inFlight--);
-      },
+      name === 'withSignal'
+        ? (signal: AbortSignal): KubeApi => held(inner.withSignal(signal))
+        : (...args: unknown[]): Promise<unknown> => {
+            inFlight++;
+            if (/^(create|replace|annotate)/.test(name)) writes.push(name);
+            const gate = name === 'getGateway' ? (gates[reads++]?.promise ?? Promise.resolve()) : Promise.resolve();
+            return gate.then(() => (fn as (...a: unknown[]) => Promise<unknown>)(...args)).finally(() => inFlight--);
+          },
     ]),
   ) as unknown as KubeApi;
-  return { api: counted, inFlight: () => inFlight, writes };
+  return { api: held(api), inFlight: () => inFlight, writes };
 }
 
 describe('one deadline per invocation', () => {
