@@ -28,6 +28,8 @@ export const IMAGE_TOOLS: readonly HostTool[] = [
   { command: RUNC, pkg: 'runc' },
 ];
 export const BASE_TOOLS: readonly HostTool[] = [{ command: 'mmdebstrap', pkg: 'mmdebstrap' }];
+/** `npm run release`: reads the pushed digest back and pulls the image by it (tools/release). */
+export const RELEASE_TOOLS: readonly HostTool[] = [{ command: 'skopeo', pkg: 'skopeo' }];
 
 function executable(file: string): boolean {
   try {
