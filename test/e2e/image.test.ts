@@ -124,13 +124,15 @@ describe('the release', () => {
   let out = '';
   let repository = '';
   let pulled: string | undefined;
+  // The Knative Eventing adapter the release is for: only its reference is checked, nothing pulls it.
+  const ADAPTER = `registry.example.com/knative/apiserver-receive-adapter@sha256:${'1'.repeat(64)}`;
 
   beforeAll(async () => {
     registry = await startRegistry(log);
     repository = `${registry.host}/meridio-2/gateway-controller`;
     out = mkdtempSync(join(tmpdir(), 'meridio2-release-out-'));
     // Cold, this builds syft (minutes); then it pushes about 90 MB to loopback.
-    await exec(process.execPath, ['tools/release/release.mts', repository, '--image', image().ref, '--tls-verify=false', '--out', out], { maxBuffer: 16 * 1024 * 1024 });
+    await exec(process.execPath, ['tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--tls-verify=false', '--out', out], { maxBuffer: 16 * 1024 * 1024 });
   }, 30 * 60 * 1000);
 
   afterAll(async () => {
@@ -170,6 +172,7 @@ describe('the release', () => {
       }
       expect(file(name)).toContain(`image: ${repository}@${digest}`);
       expect(file(name)).not.toMatch(/image: meridio-2-gateway-controller/);
+      expect(file(name)).toContain(`image: ${ADAPTER}`);
     }
   });
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
 import { z } from 'zod';
 import { bundledPackagePaths } from '../../tools/bundle/bundled-packages.mjs';
-import { INSTALL_VARIANTS, releaseOverlay, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
+import { INSTALL_VARIANTS, pinnedImage, releaseOverlay, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
 import { parseReleaseOptions, releaseVersion, sha256sums } from '../../tools/release/release.mjs';
 import { parseScopeArgs } from '../../tools/release/scope.mjs';
 import { VERSION } from '../../functions/version.js';
@@ -66,7 +66,21 @@ describe('releaseOverlay', () => {
     expect(overlay.resources).toEqual(['../infra']);
     expect(overlay.components).toEqual(['../infra/beside-meridio-2']);
     expect(overlay.images).toEqual([{ name: 'meridio-2-gateway-controller', newName: 'registry.example.com/team/ctl', digest }]);
+    const withAdapter = z.object({ images: z.array(z.object({ name: z.string(), newName: z.string(), digest: z.string() })) })
+      .parse(load(releaseOverlay('../infra', INSTALL_VARIANTS[0]!, { repository: 'r.example/ctl', digest }, '1.2.3', { repository: 'r.example/adapter', digest })));
+    expect(withAdapter.images.map((i) => [i.name, i.newName])).toEqual([['meridio-2-gateway-controller', 'r.example/ctl'], ['knative-apiserver-receive-adapter', 'r.example/adapter']]);
     expect(overlay.commonAnnotations).toEqual({ [VERSION_ANNOTATION]: '1.2.3' });
+  });
+});
+
+describe('pinnedImage', () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  it('splits a reference by digest, with or without a tag', () => {
+    expect(pinnedImage(`gcr.example/knative/adapter@${digest}`)).toEqual({ repository: 'gcr.example/knative/adapter', digest });
+    expect(pinnedImage(`registry.example.com:5000/a/b:v1.23.0@${digest}`)).toEqual({ repository: 'registry.example.com:5000/a/b', digest });
+  });
+  it.each(['a/b:v1.23.0', 'a/b@sha256:abc', `a b@${'sha256:' + 'ab'.repeat(32)}`])('refuses %s', (ref) => {
+    expect(() => pinnedImage(ref)).toThrow(/by digest/);
   });
 });
 
@@ -83,6 +97,7 @@ describe('parseReleaseOptions', () => {
     [[], /usage/],
     [['r.example.com/a', '--local-base', '--image', 'x'], /give one/],
     [['r.example.com/a', '--tls-verify=maybe'], /true or false/],
+    [['r.example.com/a', '--receive-adapter', 'gcr.example/adapter:v1.23.0'], /by digest/],
   ])('refuses %j', (argv, message) => {
     expect(() => parseReleaseOptions(argv)).toThrow(message);
   });

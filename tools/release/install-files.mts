@@ -12,6 +12,8 @@ import { dump } from 'js-yaml';
 export const VERSION_ANNOTATION = 'meridio-2.nordix.org/version';
 /** The name the kustomize install gives the controller image (infra/kustomization.yaml, images:). */
 export const CONTROLLER_IMAGE_NAME = 'meridio-2-gateway-controller';
+/** The name it gives the gateway-watch ContainerSource's image, Knative's ApiServerSource adapter. */
+export const ADAPTER_IMAGE_NAME = 'knative-apiserver-receive-adapter';
 
 export interface InstallVariant {
   /** The file written into the release directory. */
@@ -39,22 +41,32 @@ export interface PinnedImage {
  * text). `infraDir` is relative to the overlay's directory: kustomize refuses
  * absolute roots.
  */
-export function releaseOverlay(infraDir: string, variant: InstallVariant, image: PinnedImage, version: string): string {
+export function releaseOverlay(infraDir: string, variant: InstallVariant, image: PinnedImage, version: string, adapter?: PinnedImage): string {
   return dump({
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
     resources: [infraDir],
     ...(variant.components.length ? { components: variant.components.map((c) => join(infraDir, c)) } : {}),
-    images: [{ name: CONTROLLER_IMAGE_NAME, newName: image.repository, digest: image.digest }],
+    images: [
+      { name: CONTROLLER_IMAGE_NAME, newName: image.repository, digest: image.digest },
+      ...(adapter ? [{ name: ADAPTER_IMAGE_NAME, newName: adapter.repository, digest: adapter.digest }] : []),
+    ],
     commonAnnotations: { [VERSION_ANNOTATION]: version },
   }, { lineWidth: -1 });
 }
 
+/** `<repository>@sha256:<hex>` split; anything else is refused (a release pins by digest). */
+export function pinnedImage(ref: string): PinnedImage {
+  const m = ref.match(/^([^@\s]+?)(?::[^:/@]+)?@(sha256:[0-9a-f]{64})$/);
+  if (!m?.[1] || !m[2]) throw new Error(`${ref}: not an image reference by digest (<registry>/<repository>@sha256:<digest>)`);
+  return { repository: m[1], digest: m[2] };
+}
+
 /** Renders one variant with the kustomize binary given; returns the YAML stream. */
-export function renderInstall(kustomize: string, infraDir: string, variant: InstallVariant, image: PinnedImage, version: string): string {
+export function renderInstall(kustomize: string, infraDir: string, variant: InstallVariant, image: PinnedImage, version: string, adapter?: PinnedImage): string {
   const dir = mkdtempSync(join(tmpdir(), 'meridio2-release-'));
   try {
-    writeFileSync(join(dir, 'kustomization.yaml'), releaseOverlay(relative(dir, infraDir), variant, image, version));
+    writeFileSync(join(dir, 'kustomization.yaml'), releaseOverlay(relative(dir, infraDir), variant, image, version, adapter));
     return execFileSync(kustomize, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -19,6 +19,12 @@
 //   --node-image <ref>   the Dockerfile's NODE_IMAGE, e.g. node:24-slim@sha256:<digest>
 //   --image <ref>        release this already built image instead of building
 //                        (it must carry this version's label)
+//   --receive-adapter <ref@sha256:...>   the ApiServerSource receive adapter
+//                        of the Knative Eventing the release is for (its
+//                        APISERVER_RA_IMAGE), pinned into the install files'
+//                        gateway-watch ContainerSource; without it they name
+//                        knative-apiserver-receive-adapter:v1.23.0, to be set
+//                        at install (docs/install.md)
 //   --tls-verify=false   a registry without TLS (a loopback test registry)
 //   --out <dir>          instead of dist/release
 import { createHash } from 'node:crypto';
@@ -34,7 +40,7 @@ import { ensureHostTools, IMAGE_TOOLS, RELEASE_TOOLS } from '../image/host-tools
 import { ensureKustomize } from '../kustomize/build.mts';
 import { ensureSyft } from '../syft/build.mts';
 import { repoRoot } from '../harness/repo-root.ts';
-import { INSTALL_VARIANTS, renderInstall } from './install-files.mts';
+import { INSTALL_VARIANTS, pinnedImage, renderInstall, type PinnedImage } from './install-files.mts';
 
 const log = logger('release');
 
@@ -46,6 +52,7 @@ const OptionsSchema = z.object({
   localBase: z.boolean(),
   nodeImage: z.string().min(1).optional(),
   image: z.string().min(1).optional(),
+  receiveAdapter: z.string().min(1).optional(),
   tlsVerify: z.boolean(),
   out: z.string().min(1),
 });
@@ -59,11 +66,12 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
       'local-base': { type: 'boolean', default: false },
       'node-image': { type: 'string' },
       image: { type: 'string' },
+      'receive-adapter': { type: 'string' },
       'tls-verify': { type: 'string', default: 'true' },
       out: { type: 'string' },
     },
   });
-  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--tls-verify=false] [--out <dir>]');
+  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--tls-verify=false] [--out <dir>]');
   const tls = values['tls-verify'];
   if (tls !== 'true' && tls !== 'false') throw new Error(`--tls-verify: true or false, not ${tls}`);
   const parsed = OptionsSchema.safeParse({
@@ -71,12 +79,14 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
     localBase: values['local-base'],
     nodeImage: values['node-image'],
     image: values.image,
+    receiveAdapter: values['receive-adapter'],
     tlsVerify: tls === 'true',
     out: values.out ?? join(repoRoot(), 'dist', 'release'),
   });
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || 'argument'}: ${i.message}`).join('; '));
   const chosen = [parsed.data.localBase, parsed.data.nodeImage !== undefined, parsed.data.image !== undefined].filter(Boolean).length;
   if (chosen > 1) throw new Error('--local-base, --node-image and --image each choose the image: give one');
+  if (parsed.data.receiveAdapter) pinnedImage(parsed.data.receiveAdapter);
   return parsed.data;
 }
 
@@ -118,6 +128,7 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
   const tagged = `${opts.repository}:${version}`;
   await ensureHostTools([...IMAGE_TOOLS, ...RELEASE_TOOLS], log);
   const [kustomize, syft] = [await ensureKustomize(), await ensureSyft()];
+  const adapter: PinnedImage | undefined = opts.receiveAdapter ? pinnedImage(opts.receiveAdapter) : undefined;
 
   // 1. The image, tagged with the version.
   let store: string[];
@@ -159,7 +170,7 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
 
     // 4. The install files, the image reference and the checksums.
     for (const variant of INSTALL_VARIANTS) {
-      writeFileSync(join(out, variant.file), renderInstall(kustomize.binary, join(root, 'infra'), variant, { repository: opts.repository, digest: remote }, version));
+      writeFileSync(join(out, variant.file), renderInstall(kustomize.binary, join(root, 'infra'), variant, { repository: opts.repository, digest: remote }, version, adapter));
     }
     const image = `${tagged}@${remote}`;
     writeFileSync(join(out, 'image.txt'), `${image}\n`);
