@@ -1,8 +1,9 @@
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ApiException, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { readScopeBase, scopeComponent } from '../../tools/release/scope.mjs';
 import { adminConfig } from '../support/cluster.js';
 import {
   INSTALL_DIR,
@@ -100,7 +101,10 @@ async function buildCopy(opts: { edit?: { file: string; from: string; to: string
     if (opts.overlay === undefined) return await buildInstall(join(dir, 'infra'));
     mkdirSync(join(dir, 'overlay'));
     writeFileSync(join(dir, 'overlay', 'kustomization.yaml'), opts.overlay);
-    for (const [name, text] of Object.entries(opts.overlayFiles ?? {})) writeFileSync(join(dir, 'overlay', name), text);
+    for (const [name, text] of Object.entries(opts.overlayFiles ?? {})) {
+      mkdirSync(dirname(join(dir, 'overlay', name)), { recursive: true });
+      writeFileSync(join(dir, 'overlay', name), text);
+    }
     return await buildInstall(join(dir, 'overlay'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -333,9 +337,18 @@ describe('the ApiServerSource and Knative Eventing', () => {
     }
     expect(failures(await checkAll(built))).toEqual([]);
   });
-  test('the migration overlay of docs/install.md (Meridio-2\'s template, its namespace only) builds and passes the same dry runs', async () => {
+  test('the migration overlay of docs/install.md (Meridio-2\'s template, its namespace only, the scope generated) builds and passes the same dry runs', async () => {
     const template = readFileSync('test/oracle/meridio2/cases/basic/template.yaml', 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
-    const overlay = overlayOf(['beside-meridio-2'], [
+    // The namespace scope as the doc generates it (tools/release/scope.mts): Meridio-2's namespace only.
+    const scope = scopeComponent({ namespace: SYSTEM_NAMESPACE, watch: ['meridio-2'] }, readScopeBase(INSTALL_DIR));
+    const overlay = [
+      'apiVersion: kustomize.config.k8s.io/v1beta1',
+      'kind: Kustomization',
+      'resources:',
+      '  - ../infra',
+      'components:',
+      '  - ../infra/beside-meridio-2',
+      '  - scope',
       'configMapGenerator:',
       '  - name: meridio-2-lb-template',
       '    behavior: replace',
@@ -343,22 +356,9 @@ describe('the ApiServerSource and Knative Eventing', () => {
       '      - lb-deployment.yaml',
       '    options:',
       '      immutable: true',
-      'patches:',
-      '  - target: {group: serving.knative.dev, kind: Service, name: meridio-2-gateway-controller}',
-      '    patch: |',
-      '      - op: test',
-      '        path: /spec/template/spec/containers/0/env/4/name',
-      '        value: WATCH_NAMESPACES',
-      '      - op: replace',
-      '        path: /spec/template/spec/containers/0/env/4/value',
-      '        value: meridio-2',
-      '  - target: {kind: ApiServerSource, name: meridio-2-gateway-watch}',
-      '    patch: |',
-      '      - op: replace',
-      '        path: /spec/namespaceSelector',
-      '        value: {matchLabels: {kubernetes.io/metadata.name: meridio-2}}',
-    ]);
-    const built = await buildCopy({ overlay, overlayFiles: { 'lb-deployment.yaml': template } });
+      '',
+    ].join('\n');
+    const built = await buildCopy({ overlay, overlayFiles: { 'lb-deployment.yaml': template, 'scope/kustomization.yaml': scope } });
     expect(built.filter(({ object: o }) => o.kind === 'CustomResourceDefinition')).toEqual([]);
     const configMap = built.find(({ object: o }) => o.kind === 'ConfigMap');
     const service = built.find(({ object: o }) => o.kind === 'Service');
@@ -368,7 +368,8 @@ describe('the ApiServerSource and Knative Eventing', () => {
     expect(service?.text).toContain(`name: ${configMap?.object.metadata.name ?? '?'}`);
     expect(service?.text).toMatch(/- name: WATCH_NAMESPACES\n\s+value: meridio-2\n/);
     expect(service?.text).toMatch(/- name: LB_SERVICE_ACCOUNT\n\s+value: meridio-2-stateless-load-balancer\n/);
-    expect(built.find(({ object: o }) => o.kind === 'ApiServerSource')?.text).toContain('kubernetes.io/metadata.name: meridio-2');
+    expect(built.find(({ object: o }) => o.kind === 'ApiServerSource')?.text).toMatch(/key: kubernetes\.io\/metadata\.name\n\s+operator: In\n\s+values:\n\s+- meridio-2\n/);
+    expect(built.find(({ object: o }) => o.kind === 'ContainerSource')?.text).toContain('"allNamespaces":false,"namespaces":["meridio-2"]');
     expect(failures(await checkAll(built))).toEqual([]);
   });
 });
