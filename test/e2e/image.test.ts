@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { deniedByAuthorizer, matches, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { buildControllerImage, type BuiltImage } from '../../tools/image/build.mjs';
-import { buildah, inspectImage, removeImage } from '../../tools/image/buildah.mjs';
+import { buildah, inspectImage, removeImage, runCommand } from '../../tools/image/buildah.mjs';
 import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mjs';
 import { VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
 import { logger } from '../../tools/go-build.mjs';
@@ -179,19 +179,31 @@ describe('the release', () => {
   describe('the image pulled back by the digest in install.yaml', () => {
     const w = useWorld('release');
     let c: ControllerContainer | undefined;
-    let rootfs: { container: string; dir: string } | undefined;
+    /** The image's files, from the layers skopeo downloaded from the registry by the digest. */
+    let rootfs = '';
+    let layout = '';
 
     beforeAll(async () => {
       const ref = installedImage();
+      const digest = ref.split('@')[1] ?? '';
+      // Every blob of the image, downloaded from the registry and checked against its digest.
+      layout = mkdtempSync(join(tmpdir(), 'meridio2-pulled-'));
+      await runCommand('skopeo', ['copy', '--tls-verify=false', `docker://${ref}`, `oci:${join(layout, 'oci')}:image`], { log });
+      const blob = (d: string): string => join(layout, 'oci', 'blobs', ...d.split(':'));
+      const index = z.object({ manifests: z.array(z.object({ digest: z.string() })) }).parse(JSON.parse(readFileSync(join(layout, 'oci', 'index.json'), 'utf8')));
+      expect(index.manifests.map((m) => m.digest)).toEqual([digest]);
+      const manifest = z.object({ layers: z.array(z.object({ digest: z.string() })) }).parse(JSON.parse(readFileSync(blob(digest), 'utf8')));
+      rootfs = join(layout, 'rootfs');
+      mkdirSync(rootfs);
+      // Bottom layer first; only files the final image has are read, so whiteouts may stay.
+      for (const layer of manifest.layers) await runCommand('tar', ['-xf', blob(layer.digest), '-C', rootfs, '--no-same-owner'], { log });
+      // Into the project's store by the same digest, for runc.
       await buildah(['pull', '--tls-verify=false', ref], { log });
       pulled = ref;
-      const container = `meridio-2-${process.pid}-sbom-${Date.now().toString(36)}`;
-      await buildah(['from', '--pull=false', '--name', container, ref], { log });
-      rootfs = { container, dir: (await buildah(['mount', container], { log })).stdout.trim() };
     }, 10 * 60 * 1000);
 
-    afterAll(async () => {
-      if (rootfs) await buildah(['rm', rootfs.container], { log });
+    afterAll(() => {
+      if (layout) rmSync(layout, { recursive: true, force: true });
     });
 
     afterEach(async () => {
@@ -205,22 +217,22 @@ describe('the release', () => {
     });
 
     it('is what the SBOM lists: every Debian package of its dpkg status and every npm package of its node_modules, with versions', () => {
-      if (!rootfs) throw new Error('the pulled image is not mounted');
+      if (!rootfs) throw new Error('the pulled image was not unpacked');
       const Component = z.looseObject({ name: z.string(), version: z.string().optional(), group: z.string().optional(), purl: z.string().optional() });
       const sbom = z.object({ bomFormat: z.literal('CycloneDX'), specVersion: z.string(), components: z.array(Component) }).parse(JSON.parse(file('sbom.cdx.json')));
       const listed = (type: string): Set<string> => new Set(sbom.components.filter((x) => x.purl?.startsWith(`pkg:${type}/`)).map((x) => `${x.group ? `${x.group}/` : ''}${x.name}@${x.version ?? ''}`));
 
       // dpkg's status database of the image: the installed packages.
-      const installed = readFileSync(join(rootfs.dir, 'var/lib/dpkg/status'), 'utf8').split(/\n\n+/).map((stanza) => Object.fromEntries(stanza.split('\n').filter((l) => /^[A-Za-z-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]) as [string, string][])).filter((p) => p.Status === 'install ok installed');
+      const installed = readFileSync(join(rootfs, 'var/lib/dpkg/status'), 'utf8').split(/\n\n+/).map((stanza) => Object.fromEntries(stanza.split('\n').filter((l) => /^[A-Za-z-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]) as [string, string][])).filter((p) => p.Status === 'install ok installed');
       expect(installed.length).toBeGreaterThan(50);
       const debs = listed('deb');
       expect(installed.map((p) => `${p.Package}@${p.Version}`).filter((p) => !debs.has(p))).toEqual([]);
       expect(debs.size).toBe(installed.length);
 
       // npm's record of the image's node_modules, and each package's own package.json.
-      const lock = z.object({ packages: z.record(z.string(), z.object({ version: z.string() })) }).parse(JSON.parse(readFileSync(join(rootfs.dir, 'app/node_modules/.package-lock.json'), 'utf8')));
+      const lock = z.object({ packages: z.record(z.string(), z.object({ version: z.string() })) }).parse(JSON.parse(readFileSync(join(rootfs, 'app/node_modules/.package-lock.json'), 'utf8')));
       const bundled = Object.entries(lock.packages).map(([path, p]) => {
-        const pkg = z.object({ name: z.string(), version: z.string() }).parse(JSON.parse(readFileSync(join(rootfs!.dir, 'app', path, 'package.json'), 'utf8')));
+        const pkg = z.object({ name: z.string(), version: z.string() }).parse(JSON.parse(readFileSync(join(rootfs, 'app', path, 'package.json'), 'utf8')));
         expect(pkg.version).toBe(p.version);
         return `${pkg.name}@${pkg.version}`;
       });
