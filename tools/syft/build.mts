@@ -46,7 +46,7 @@ export async function ensureSyft(): Promise<SyftAssets> {
     lock: '.syft-build.lock',
     log,
     requires: 'syft; or set SYFT_BIN to a syft binary',
-    announce: `building syft (${MODULE} ${version}); a cold build takes about 5 minutes on 2 quiet cores, more under load`,
+    announce: `building syft (${MODULE} ${version}); a cold build is about 1,700 packages (668 s of CPU: about 6 minutes on 2 quiet cores, far more under load)`,
     build: () =>
       goBuild({
         dir: here,
