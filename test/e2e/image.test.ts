@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ApiException, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
+import { loadAllYaml } from '@kubernetes/client-node';
 import { HTTP } from 'cloudevents';
 import { z } from 'zod';
 import { deniedByAuthorizer, matches, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
@@ -15,8 +15,8 @@ import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mj
 import { VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
 import { logger } from '../../tools/go-build.mjs';
 import { pingEvent } from '../../events/outgoing.js';
-import { adminConfig, auditLog } from '../support/cluster.js';
-import { dryRunCheck, ensureKnativeCrds, parseManifests, SYSTEM_NAMESPACE } from '../support/install.js';
+import { auditLog } from '../support/cluster.js';
+import { dryRunCheck, ensureKnativeCrds, ensureSystemNamespace, parseManifests } from '../support/install.js';
 import { programmedAndApplied } from '../support/fixtures.js';
 import { mountOptions, processCredentials, startControllerContainer, type ControllerContainer } from '../support/image-container.js';
 import { useWorld } from '../support/world.js';
@@ -257,31 +257,15 @@ describe('the release', () => {
   });
 
   describe('install.yaml on the API server (dry run, with Knative CRDs)', () => {
-    let createdNamespace = false;
-    const core = (): CoreV1Api => adminConfig().makeApiClient(CoreV1Api);
+    let removeNamespace: () => Promise<void> = async () => undefined;
 
     beforeAll(async () => {
       await ensureKnativeCrds();
-      try {
-        await core().createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } });
-        createdNamespace = true;
-      } catch (err) {
-        if (!(err instanceof ApiException && err.code === 409)) throw err;
-      }
+      removeNamespace = await ensureSystemNamespace();
     }, 30 * 60 * 1000);
 
     afterAll(async () => {
-      if (!createdNamespace) return;
-      await core().deleteNamespace({ name: SYSTEM_NAMESPACE });
-      await waitFor(`namespace ${SYSTEM_NAMESPACE} deleted`, async () => {
-        try {
-          await core().readNamespace({ name: SYSTEM_NAMESPACE });
-          return undefined;
-        } catch (err) {
-          if (err instanceof ApiException && err.code === 404) return true;
-          throw err;
-        }
-      }, { timeoutMs: 60000 });
+      await removeNamespace();
     });
 
     it.each(['install.yaml', 'install-beside-meridio-2.yaml'])('%s passes server-side apply and create with dryRun=All and strict field validation', async (name) => {

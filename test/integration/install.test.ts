@@ -1,7 +1,7 @@
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ApiException, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { readScopeBase, scopeComponent } from '../../tools/release/scope.mjs';
 import { adminConfig } from '../support/cluster.js';
@@ -13,6 +13,7 @@ import {
   serverSideApply,
   servedResources,
   ensureKnativeCrds,
+  ensureSystemNamespace,
   exists,
   dryRunCheck,
   type CheckOutcome,
@@ -35,7 +36,7 @@ import {
 // those with strict schemas of its own.
 
 let install: Manifest[] = [];
-let createdNamespace = false;
+let removeNamespace: () => Promise<void> = async () => undefined;
 
 beforeAll(async () => {
   // First run on a cold cache: builds kustomize and the Knative adapter (the
@@ -51,29 +52,11 @@ beforeAll(async () => {
   ]));
   install = await buildInstall();
   // Namespaced objects can only be dry-run into a namespace that exists.
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  try {
-    await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } });
-    createdNamespace = true;
-  } catch (err) {
-    if (!(err instanceof ApiException && err.code === 409)) throw err;
-  }
+  removeNamespace = await ensureSystemNamespace();
 }, 30 * 60 * 1000);
 
 afterAll(async () => {
-  if (!createdNamespace) return;
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  await core.deleteNamespace({ name: SYSTEM_NAMESPACE });
-  // Gone before the next suite, so that no later test sees a half-deleted namespace.
-  await waitFor(`namespace ${SYSTEM_NAMESPACE} deleted`, async () => {
-    try {
-      await core.readNamespace({ name: SYSTEM_NAMESPACE });
-      return undefined;
-    } catch (err) {
-      if (err instanceof ApiException && err.code === 404) return true;
-      throw err;
-    }
-  }, { timeoutMs: 60000 });
+  await removeNamespace();
 });
 
 async function checkAll(manifests: Manifest[]): Promise<CheckOutcome[]> {

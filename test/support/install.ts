@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
-import { ApiException, ApiextensionsV1Api, loadAllYaml } from '@kubernetes/client-node';
+import { ApiException, ApiextensionsV1Api, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { ensureKnativeCrds as pinnedKnativeCrds } from '../../tools/knative/build.mjs';
 import { kustomizeBuild } from '../../tools/kustomize/build.mjs';
@@ -59,6 +59,33 @@ export function parseManifests(yaml: string, source: string): Manifest[] {
     if (!r.success) throw new Error(`${source}, document ${i + 1}: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`);
     return { object: r.data, text };
   });
+}
+
+/**
+ * The install's namespace, which namespaced objects need to be dry-run into:
+ * created unless it exists. Returns what deletes it again (only when created
+ * here), waiting until it is gone so that no later test sees it half-deleted.
+ */
+export async function ensureSystemNamespace(): Promise<() => Promise<void>> {
+  const core = adminConfig().makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } });
+  } catch (err) {
+    if (err instanceof ApiException && err.code === 409) return async () => undefined;
+    throw err;
+  }
+  return async () => {
+    await core.deleteNamespace({ name: SYSTEM_NAMESPACE });
+    await waitFor(`namespace ${SYSTEM_NAMESPACE} deleted`, async () => {
+      try {
+        await core.readNamespace({ name: SYSTEM_NAMESPACE });
+        return undefined;
+      } catch (err) {
+        if (err instanceof ApiException && err.code === 404) return true;
+        throw err;
+      }
+    }, { timeoutMs: 60000 });
+  };
 }
 
 /** `kustomize build <dir>` with the pinned kustomize, split into documents. */
