@@ -19,7 +19,7 @@
 // patches test the fields they replace, so a changed base fails the build
 // instead of being patched in the wrong place).
 //
-// Usage: node tools/release/scope.mts <component dir> --namespace <ns> (--watch <ns>[,<ns>...] | --all)
+// Usage: npm run scope -- <component dir> --namespace <ns> (--watch <ns>[,<ns>...] | --all)
 //   then, in your overlay: components: [<component dir>]
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -160,7 +160,7 @@ export function scopeComponent(scope: Scope, base: ScopeBase): string {
 /** Parses the command line into a scope. */
 export function parseScopeArgs(argv: string[]): { dir: string; scope: Scope } {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { namespace: { type: 'string' }, watch: { type: 'string' }, all: { type: 'boolean', default: false } } });
-  if (positionals.length !== 1 || (values.watch === undefined) === !values.all) throw new Error('usage: node tools/release/scope.mts <component dir> --namespace <ns> (--watch <ns>[,<ns>...] | --all)');
+  if (positionals.length !== 1 || (values.watch === undefined) === !values.all) throw new Error('usage: npm run scope -- <component dir> --namespace <ns> (--watch <ns>[,<ns>...] | --all)');
   const parsed = ScopeSchema.safeParse({ namespace: values.namespace, watch: values.all ? 'all' : values.watch?.split(',').map((s) => s.trim()).filter(Boolean) });
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || 'argument'}: ${i.message}`).join('; '));
   return { dir: positionals[0] as string, scope: parsed.data };
