@@ -12,6 +12,7 @@ import { senderVerifier, type VerifySender } from './sender-auth/sender-auth.js'
 import { readSinkToken } from './sender-auth/sink-token.js';
 import type { Telemetry } from './telemetry/telemetry.js';
 import { startTelemetry } from './telemetry/start-telemetry.js';
+import { VERSION } from './version.js';
 
 export interface RunningFunction extends FunctionServer {
   port: number;
@@ -68,7 +69,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   // Since the process started: what a cold start costs an event (bench P1).
   telemetry.ready(performance.now());
-  log.info({ port, telemetry: telemetry.enabled, senderAuth: config.SENDER_AUTH, ...(senderAuth ? { audience: config.SENDER_AUTH_AUDIENCE, allowedSenders: config.SENDER_AUTH_ALLOWED } : {}), controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES }, 'listening');
+  log.info({ version: VERSION, port, telemetry: telemetry.enabled, senderAuth: config.SENDER_AUTH, ...(senderAuth ? { audience: config.SENDER_AUTH_AUDIENCE, allowedSenders: config.SENDER_AUTH_ALLOWED } : {}), controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES }, 'listening');
   const stop = async (drainMs: number): Promise<void> => {
     const started = performance.now();
     const inFlight = fn.inFlight();

@@ -1,11 +1,22 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { loadAllYaml } from '@kubernetes/client-node';
 import { HTTP } from 'cloudevents';
+import { z } from 'zod';
 import { deniedByAuthorizer, matches, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { buildControllerImage, type BuiltImage } from '../../tools/image/build.mjs';
-import { inspectImage, removeImage } from '../../tools/image/buildah.mjs';
+import { buildah, inspectImage, removeImage, runCommand } from '../../tools/image/buildah.mjs';
+import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mjs';
+import { VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
 import { logger } from '../../tools/go-build.mjs';
 import { pingEvent } from '../../events/outgoing.js';
 import { auditLog } from '../support/cluster.js';
+import { dryRunCheck, ensureKnativeCrds, ensureSystemNamespace, parseManifests } from '../support/install.js';
 import { programmedAndApplied } from '../support/fixtures.js';
 import { mountOptions, processCredentials, startControllerContainer, type ControllerContainer } from '../support/image-container.js';
 import { useWorld } from '../support/world.js';
@@ -94,6 +105,174 @@ describe('the controller image', () => {
       running.container.runc.kill('SIGTERM');
       expect(await running.container.exited).toEqual({ code: 0, signal: null });
       expect(running.container.stdout.some((l) => l.includes('"msg":"listening"'))).toBe(true);
+    });
+  });
+});
+
+// The release an operator pins (`npm run release`, tools/release/release.mts),
+// against a real registry on loopback (Debian's docker-registry): the image
+// built above is released (tagged with package.json's version, pushed, its
+// digest read back, SBOM and install files written), then pulled back BY THE
+// DIGEST WRITTEN IN THE INSTALL FILE into the project's store and run with
+// runc as above, and the install file is dry-run on the API server with
+// Knative's CRDs. The release command runs as the operator runs it, as a
+// process (with --image, so that the image is not built a second time).
+describe('the release', () => {
+  const exec = promisify(execFile);
+  const version = z.object({ version: z.string() }).parse(JSON.parse(readFileSync('package.json', 'utf8'))).version;
+  let registry: LocalRegistry | undefined;
+  let out = '';
+  let repository = '';
+  let pulled: string | undefined;
+  // The Knative Eventing adapter the release is for: only its reference is checked, nothing pulls it.
+  const ADAPTER = `registry.example.com/knative/apiserver-receive-adapter@sha256:${'1'.repeat(64)}`;
+
+  beforeAll(async () => {
+    registry = await startRegistry(log);
+    repository = `${registry.host}/meridio-2/gateway-controller`;
+    out = mkdtempSync(join(tmpdir(), 'meridio2-release-out-'));
+    // Cold, this builds syft (minutes); then it pushes about 90 MB to loopback.
+    await exec(process.execPath, ['tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--tls-verify=false', '--out', out], { maxBuffer: 16 * 1024 * 1024 });
+  }, 30 * 60 * 1000);
+
+  afterAll(async () => {
+    if (pulled) await removeImage(pulled, log).catch(() => undefined);
+    // The release's tag of the test image (in the project's store, beside the test's own tag).
+    if (repository) await removeImage(`${repository}:${version}`, log).catch(() => undefined);
+    await registry?.stop();
+    if (out) rmSync(out, { recursive: true, force: true });
+  });
+
+  const file = (name: string): string => readFileSync(join(out, name), 'utf8');
+  /** The controller image the install file deploys. */
+  const installedImage = (): string => {
+    const ksvc = parseManifests(file('install.yaml'), 'install.yaml').find((m) => m.object.kind === 'Service' && m.object.apiVersion === 'serving.knative.dev/v1');
+    if (!ksvc) throw new Error('install.yaml has no Knative Service');
+    const parsed = z.object({ spec: z.object({ template: z.object({ spec: z.object({ containers: z.array(z.object({ image: z.string() })) }) }) }) }).parse(loadAllYaml(ksvc.text)[0]);
+    return parsed.spec.template.spec.containers[0]?.image ?? '';
+  };
+
+  it('writes install files pinned by digest, carrying the version, and their checksums', () => {
+    expect(readdirSync(out).sort()).toEqual(['SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', 'install.yaml', 'sbom.cdx.json']);
+    // Every file but the list itself, each with the hash of its bytes.
+    const sums = file('SHA256SUMS').trim().split('\n').map((l) => l.split(/ {2}/));
+    expect(sums.map(([, name]) => name)).toEqual(['image.txt', 'install-beside-meridio-2.yaml', 'install.yaml', 'sbom.cdx.json']);
+    for (const [hash, name] of sums) expect(createHash('sha256').update(readFileSync(join(out, name as string))).digest('hex')).toBe(hash);
+
+    const image = file('image.txt').trim();
+    expect(image).toMatch(new RegExp(`^${repository.replace(/[.]/g, '\\.')}:${version.replace(/[.]/g, '\\.')}@sha256:[0-9a-f]{64}$`));
+    const digest = image.split('@')[1];
+    expect(installedImage()).toBe(`${repository}@${digest}`);
+    for (const name of ['install.yaml', 'install-beside-meridio-2.yaml']) {
+      const objects = parseManifests(file(name), name);
+      expect(objects.length).toBeGreaterThan(10);
+      for (const m of objects) {
+        const annotations = z.object({ metadata: z.object({ annotations: z.record(z.string(), z.string()).optional() }) }).parse(loadAllYaml(m.text)[0]).metadata.annotations;
+        expect([m.object.kind, m.object.metadata.name, annotations?.[VERSION_ANNOTATION]]).toEqual([m.object.kind, m.object.metadata.name, version]);
+      }
+      expect(file(name)).toContain(`image: ${repository}@${digest}`);
+      expect(file(name)).not.toMatch(/image: meridio-2-gateway-controller/);
+      expect(file(name)).toContain(`image: ${ADAPTER}`);
+    }
+  });
+
+  describe('the image pulled back by the digest in install.yaml', () => {
+    const w = useWorld('release');
+    let c: ControllerContainer | undefined;
+    /** The image's files, from the layers skopeo downloaded from the registry by the digest. */
+    let rootfs = '';
+    let layout = '';
+
+    beforeAll(async () => {
+      const ref = installedImage();
+      const digest = ref.split('@')[1] ?? '';
+      // Every blob of the image, downloaded from the registry and checked against its digest.
+      layout = mkdtempSync(join(tmpdir(), 'meridio2-pulled-'));
+      await runCommand('skopeo', ['copy', '--tls-verify=false', `docker://${ref}`, `oci:${join(layout, 'oci')}:image`], { log });
+      const blob = (d: string): string => join(layout, 'oci', 'blobs', ...d.split(':'));
+      const index = z.object({ manifests: z.array(z.object({ digest: z.string() })) }).parse(JSON.parse(readFileSync(join(layout, 'oci', 'index.json'), 'utf8')));
+      expect(index.manifests.map((m) => m.digest)).toEqual([digest]);
+      const manifest = z.object({ layers: z.array(z.object({ digest: z.string() })) }).parse(JSON.parse(readFileSync(blob(digest), 'utf8')));
+      rootfs = join(layout, 'rootfs');
+      mkdirSync(rootfs);
+      // Bottom layer first; only files the final image has are read, so whiteouts may stay.
+      for (const layer of manifest.layers) await runCommand('tar', ['-xf', blob(layer.digest), '-C', rootfs, '--no-same-owner'], { log });
+      // Into the project's store by the same digest, for runc.
+      await buildah(['pull', '--tls-verify=false', ref], { log });
+      pulled = ref;
+    }, 10 * 60 * 1000);
+
+    afterAll(() => {
+      if (layout) rmSync(layout, { recursive: true, force: true });
+    });
+
+    afterEach(async () => {
+      await c?.remove();
+      c = undefined;
+    });
+
+    it('carries the version label', async () => {
+      const { stdout } = await buildah(['inspect', '--type', 'image', '--format', '{{index .OCIv1.Config.Labels "org.opencontainers.image.version"}}', installedImage()], { log });
+      expect(stdout.trim()).toBe(version);
+    });
+
+    it('is what the SBOM lists: every Debian package of its dpkg status and every npm package of its node_modules, with versions', () => {
+      if (!rootfs) throw new Error('the pulled image was not unpacked');
+      const Component = z.looseObject({ name: z.string(), version: z.string().optional(), group: z.string().optional(), purl: z.string().optional() });
+      const sbom = z.object({ bomFormat: z.literal('CycloneDX'), specVersion: z.string(), components: z.array(Component) }).parse(JSON.parse(file('sbom.cdx.json')));
+      const listed = (type: string): Set<string> => new Set(sbom.components.filter((x) => x.purl?.startsWith(`pkg:${type}/`)).map((x) => `${x.group ? `${x.group}/` : ''}${x.name}@${x.version ?? ''}`));
+
+      // dpkg's status database of the image: the installed packages.
+      const installed = readFileSync(join(rootfs, 'var/lib/dpkg/status'), 'utf8').split(/\n\n+/).map((stanza) => Object.fromEntries(stanza.split('\n').filter((l) => /^[A-Za-z-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]) as [string, string][])).filter((p) => p.Status === 'install ok installed');
+      expect(installed.length).toBeGreaterThan(50);
+      const debs = listed('deb');
+      expect(installed.map((p) => `${p.Package}@${p.Version}`).filter((p) => !debs.has(p))).toEqual([]);
+      expect(debs.size).toBe(installed.length);
+
+      // npm's record of the image's node_modules, and each package's own package.json.
+      const lock = z.object({ packages: z.record(z.string(), z.object({ version: z.string() })) }).parse(JSON.parse(readFileSync(join(rootfs, 'app/node_modules/.package-lock.json'), 'utf8')));
+      const bundled = Object.entries(lock.packages).map(([path, p]) => {
+        const pkg = z.object({ name: z.string(), version: z.string() }).parse(JSON.parse(readFileSync(join(rootfs, 'app', path, 'package.json'), 'utf8')));
+        expect(pkg.version).toBe(p.version);
+        return `${pkg.name}@${pkg.version}`;
+      });
+      expect(bundled.length).toBeGreaterThan(40);
+      expect(bundled).toEqual(expect.arrayContaining(['@kubernetes/client-node', 'zod', 'pino', 'cloudevents'].map((n) => expect.stringMatching(new RegExp(`^${n}@`)))));
+      const npm = listed('npm');
+      expect(bundled.filter((p) => !npm.has(p))).toEqual([]);
+      expect(npm.size).toBe(new Set(bundled).size);
+    });
+
+    it('runs with runc as the Knative Service runs it and converges a Gateway', async () => {
+      const token = w.r().kc.getCurrentUser()?.token;
+      if (!token) throw new Error('the controller identity has no token');
+      c = await startControllerContainer({ image: installedImage(), token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'release-test' }, log });
+      expect(c.container.stdout.some((l) => l.includes('"msg":"listening"') && l.includes(`"version":"${version}"`))).toBe(true);
+      await w.setup();
+      const m = HTTP.binary(pingEvent());
+      const res = await fetch(`${c.url}/`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
+      expect(res.status).toBeLessThan(300);
+      await waitFor('gw Programmed and Applied by the released image', programmedAndApplied(w.ns(), 'gw', '1'), { timeoutMs: 30000 });
+    });
+  });
+
+  describe('install.yaml on the API server (dry run, with Knative CRDs)', () => {
+    let removeNamespace: () => Promise<void> = async () => undefined;
+
+    beforeAll(async () => {
+      await ensureKnativeCrds();
+      removeNamespace = await ensureSystemNamespace();
+    }, 30 * 60 * 1000);
+
+    afterAll(async () => {
+      await removeNamespace();
+    });
+
+    it.each(['install.yaml', 'install-beside-meridio-2.yaml'])('%s passes server-side apply and create with dryRun=All and strict field validation', async (name) => {
+      const outcomes = [];
+      for (const m of parseManifests(file(name), name)) outcomes.push(await dryRunCheck(m));
+      expect(outcomes.length).toBeGreaterThan(10);
+      expect(outcomes.filter((o) => !o.ok)).toEqual([]);
     });
   });
 });

@@ -1,8 +1,9 @@
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ApiException, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { dirname, join } from 'node:path';
+import { AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { readScopeBase, scopeComponent } from '../../tools/release/scope.mjs';
 import { adminConfig } from '../support/cluster.js';
 import {
   INSTALL_DIR,
@@ -12,6 +13,7 @@ import {
   serverSideApply,
   servedResources,
   ensureKnativeCrds,
+  ensureSystemNamespace,
   exists,
   dryRunCheck,
   type CheckOutcome,
@@ -34,7 +36,7 @@ import {
 // those with strict schemas of its own.
 
 let install: Manifest[] = [];
-let createdNamespace = false;
+let removeNamespace: () => Promise<void> = async () => undefined;
 
 beforeAll(async () => {
   // First run on a cold cache: builds kustomize and the Knative adapter (the
@@ -50,29 +52,11 @@ beforeAll(async () => {
   ]));
   install = await buildInstall();
   // Namespaced objects can only be dry-run into a namespace that exists.
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  try {
-    await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } });
-    createdNamespace = true;
-  } catch (err) {
-    if (!(err instanceof ApiException && err.code === 409)) throw err;
-  }
+  removeNamespace = await ensureSystemNamespace();
 }, 30 * 60 * 1000);
 
 afterAll(async () => {
-  if (!createdNamespace) return;
-  const core = adminConfig().makeApiClient(CoreV1Api);
-  await core.deleteNamespace({ name: SYSTEM_NAMESPACE });
-  // Gone before the next suite, so that no later test sees a half-deleted namespace.
-  await waitFor(`namespace ${SYSTEM_NAMESPACE} deleted`, async () => {
-    try {
-      await core.readNamespace({ name: SYSTEM_NAMESPACE });
-      return undefined;
-    } catch (err) {
-      if (err instanceof ApiException && err.code === 404) return true;
-      throw err;
-    }
-  }, { timeoutMs: 60000 });
+  await removeNamespace();
 });
 
 async function checkAll(manifests: Manifest[]): Promise<CheckOutcome[]> {
@@ -100,7 +84,10 @@ async function buildCopy(opts: { edit?: { file: string; from: string; to: string
     if (opts.overlay === undefined) return await buildInstall(join(dir, 'infra'));
     mkdirSync(join(dir, 'overlay'));
     writeFileSync(join(dir, 'overlay', 'kustomization.yaml'), opts.overlay);
-    for (const [name, text] of Object.entries(opts.overlayFiles ?? {})) writeFileSync(join(dir, 'overlay', name), text);
+    for (const [name, text] of Object.entries(opts.overlayFiles ?? {})) {
+      mkdirSync(dirname(join(dir, 'overlay', name)), { recursive: true });
+      writeFileSync(join(dir, 'overlay', name), text);
+    }
     return await buildInstall(join(dir, 'overlay'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -333,9 +320,18 @@ describe('the ApiServerSource and Knative Eventing', () => {
     }
     expect(failures(await checkAll(built))).toEqual([]);
   });
-  test('the migration overlay of docs/install.md (Meridio-2\'s template, its namespace only) builds and passes the same dry runs', async () => {
+  test('the migration overlay of docs/install.md (Meridio-2\'s template, its namespace only, the scope generated) builds and passes the same dry runs', async () => {
     const template = readFileSync('test/oracle/meridio2/cases/basic/template.yaml', 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
-    const overlay = overlayOf(['beside-meridio-2'], [
+    // The namespace scope as the doc generates it (tools/release/scope.mts): Meridio-2's namespace only.
+    const scope = scopeComponent({ namespace: SYSTEM_NAMESPACE, watch: ['meridio-2'] }, readScopeBase(INSTALL_DIR));
+    const overlay = [
+      'apiVersion: kustomize.config.k8s.io/v1beta1',
+      'kind: Kustomization',
+      'resources:',
+      '  - ../infra',
+      'components:',
+      '  - ../infra/beside-meridio-2',
+      '  - scope',
       'configMapGenerator:',
       '  - name: meridio-2-lb-template',
       '    behavior: replace',
@@ -343,22 +339,9 @@ describe('the ApiServerSource and Knative Eventing', () => {
       '      - lb-deployment.yaml',
       '    options:',
       '      immutable: true',
-      'patches:',
-      '  - target: {group: serving.knative.dev, kind: Service, name: meridio-2-gateway-controller}',
-      '    patch: |',
-      '      - op: test',
-      '        path: /spec/template/spec/containers/0/env/4/name',
-      '        value: WATCH_NAMESPACES',
-      '      - op: replace',
-      '        path: /spec/template/spec/containers/0/env/4/value',
-      '        value: meridio-2',
-      '  - target: {kind: ApiServerSource, name: meridio-2-gateway-watch}',
-      '    patch: |',
-      '      - op: replace',
-      '        path: /spec/namespaceSelector',
-      '        value: {matchLabels: {kubernetes.io/metadata.name: meridio-2}}',
-    ]);
-    const built = await buildCopy({ overlay, overlayFiles: { 'lb-deployment.yaml': template } });
+      '',
+    ].join('\n');
+    const built = await buildCopy({ overlay, overlayFiles: { 'lb-deployment.yaml': template, 'scope/kustomization.yaml': scope } });
     expect(built.filter(({ object: o }) => o.kind === 'CustomResourceDefinition')).toEqual([]);
     const configMap = built.find(({ object: o }) => o.kind === 'ConfigMap');
     const service = built.find(({ object: o }) => o.kind === 'Service');
@@ -368,7 +351,8 @@ describe('the ApiServerSource and Knative Eventing', () => {
     expect(service?.text).toContain(`name: ${configMap?.object.metadata.name ?? '?'}`);
     expect(service?.text).toMatch(/- name: WATCH_NAMESPACES\n\s+value: meridio-2\n/);
     expect(service?.text).toMatch(/- name: LB_SERVICE_ACCOUNT\n\s+value: meridio-2-stateless-load-balancer\n/);
-    expect(built.find(({ object: o }) => o.kind === 'ApiServerSource')?.text).toContain('kubernetes.io/metadata.name: meridio-2');
+    expect(built.find(({ object: o }) => o.kind === 'ApiServerSource')?.text).toMatch(/key: kubernetes\.io\/metadata\.name\n\s+operator: In\n\s+values:\n\s+- meridio-2\n/);
+    expect(built.find(({ object: o }) => o.kind === 'ContainerSource')?.text).toContain('"allNamespaces":false,"namespaces":["meridio-2"]');
     expect(failures(await checkAll(built))).toEqual([]);
   });
 });

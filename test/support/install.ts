@@ -1,11 +1,10 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
-import { ApiException, ApiextensionsV1Api, loadAllYaml } from '@kubernetes/client-node';
+import { ApiException, ApiextensionsV1Api, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { ensureKnativeCrds as pinnedKnativeCrds } from '../../tools/knative/build.mjs';
-import { execFileSync } from 'node:child_process';
-import { ensureGoTool } from '../../tools/go-tools.mjs';
+import { kustomizeBuild } from '../../tools/go-tools.mjs';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo } from './cluster.js';
 
@@ -62,10 +61,36 @@ export function parseManifests(yaml: string, source: string): Manifest[] {
   });
 }
 
+/**
+ * The install's namespace, which namespaced objects need to be dry-run into:
+ * created unless it exists. Returns what deletes it again (only when created
+ * here), waiting until it is gone so that no later test sees it half-deleted.
+ */
+export async function ensureSystemNamespace(): Promise<() => Promise<void>> {
+  const core = adminConfig().makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } });
+  } catch (err) {
+    if (err instanceof ApiException && err.code === 409) return async () => undefined;
+    throw err;
+  }
+  return async () => {
+    await core.deleteNamespace({ name: SYSTEM_NAMESPACE });
+    await waitFor(`namespace ${SYSTEM_NAMESPACE} deleted`, async () => {
+      try {
+        await core.readNamespace({ name: SYSTEM_NAMESPACE });
+        return undefined;
+      } catch (err) {
+        if (err instanceof ApiException && err.code === 404) return true;
+        throw err;
+      }
+    }, { timeoutMs: 60000 });
+  };
+}
+
 /** `kustomize build <dir>` with the pinned kustomize, split into documents. */
 export async function buildInstall(dir: string = INSTALL_DIR): Promise<Manifest[]> {
-  const { binary } = await ensureGoTool('kustomize');
-  return parseManifests(execFileSync(binary, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }), `kustomize build ${dir}`);
+  return parseManifests(await kustomizeBuild(dir), `kustomize build ${dir}`);
 }
 
 export function describeObject(obj: ManifestObject): string {

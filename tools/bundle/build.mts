@@ -6,7 +6,10 @@
 // - dist/function.blob: the V8 startup snapshot built from it, with the Node
 //   that runs this script. A blob only starts with the exact Node binary that
 //   built it (the image builds it in its build stage, on the same base image
-//   as the runtime stage).
+//   as the runtime stage);
+// - dist/image/node_modules: the package.json and licence files of the npm
+//   packages the bundle holds, with npm's record of them (.package-lock.json),
+//   which the image carries as /app/node_modules (bundled-packages.mts).
 //
 // The image, the bench's "shipped" variant and the process-level tests all
 // start it the same way: SHIPPED_NODE_ARGS with NODE_OPTIONS=SHIPPED_NODE_OPTIONS
@@ -18,6 +21,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { writeBundledPackages } from './bundled-packages.mts';
 import { deferModules } from './defer-modules.mts';
 import { SHIPPED_BLOB, SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from './shipped.mts';
 
@@ -30,7 +34,7 @@ export function snapshotConfig(builder: string = SHIPPED_SCRIPT, withoutCodeCach
 
 export async function buildShipped(): Promise<void> {
   mkdirSync(join(root, 'dist'), { recursive: true });
-  await build({
+  const result = await build({
     absWorkingDir: root,
     entryPoints: ['functions/snapshot-main.ts'],
     bundle: true,
@@ -41,7 +45,10 @@ export async function buildShipped(): Promise<void> {
     outfile: SHIPPED_SCRIPT,
     logLevel: 'warning',
     plugins: [deferModules(root)],
+    // Which packages the bundle holds: their package.json and licences go into the image.
+    metafile: true,
   });
+  writeBundledPackages(root, Object.keys(result.metafile.inputs));
   rmSync(join(root, SHIPPED_BLOB), { force: true });
   // Without V8's code cache: functions compiled while building are not kept
   // compiled, so the blob is 8 instead of 14 MB. Measured (bench P1, P5, two

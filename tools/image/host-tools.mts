@@ -5,7 +5,8 @@
 // and hybrid hierarchies) and mmdebstrap (assembles the local base image's
 // Debian root filesystem). Installed with apt-get when missing, so that
 // `npm test` needs nothing installed by hand; when all are there this costs
-// three file lookups.
+// three file lookups. skopeo (reads a pushed digest back, pulls by digest)
+// is for `npm run release`.
 //
 // Usage: node tools/image/host-tools.mts
 import { execFileSync } from 'node:child_process';
@@ -28,6 +29,8 @@ export const IMAGE_TOOLS: readonly HostTool[] = [
   { command: RUNC, pkg: 'runc' },
 ];
 export const BASE_TOOLS: readonly HostTool[] = [{ command: 'mmdebstrap', pkg: 'mmdebstrap' }];
+/** `npm run release`: reads the pushed digest back and pulls the image by it (tools/release). */
+export const RELEASE_TOOLS: readonly HostTool[] = [{ command: 'skopeo', pkg: 'skopeo' }];
 
 function executable(file: string): boolean {
   try {
@@ -83,4 +86,4 @@ export async function ensureHostTools(tools: readonly HostTool[], log: Log = log
 }
 
 const log = logger('image');
-runAsScript(import.meta.url, () => ensureHostTools([...IMAGE_TOOLS, ...BASE_TOOLS], log), log);
+runAsScript(import.meta.url, () => ensureHostTools([...IMAGE_TOOLS, ...BASE_TOOLS, ...RELEASE_TOOLS], log), log);

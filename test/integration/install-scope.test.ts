@@ -1,0 +1,138 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { kustomizeBuild } from '../../tools/go-tools.mjs';
+import { audienceOf, readScopeBase, scopeComponent, type Scope } from '../../tools/release/scope.mjs';
+import { INSTALL_DIR, SYSTEM_NAMESPACE } from '../support/install.js';
+
+// The namespace scope from one input (tools/release/scope.mts): the install
+// namespace and the served namespaces must agree in every place that names
+// them, or events are dropped without a word. Each install is rendered with
+// the pinned kustomize and read back place by place.
+
+const SERVICE = 'meridio-2-gateway-controller';
+const Obj = z.looseObject({ apiVersion: z.string(), kind: z.string(), metadata: z.looseObject({ name: z.string(), namespace: z.string().optional() }) });
+const Env = z.array(z.object({ name: z.string(), value: z.string().optional() }));
+const Containers = z.looseObject({ spec: z.looseObject({ template: z.looseObject({ spec: z.looseObject({ containers: z.array(z.looseObject({ env: Env })) }) }) }) });
+
+interface ObservedScope {
+  /** Every namespace an object of the install is in, or a ServiceAccount subject names. */
+  namespaces: string[];
+  /** The served namespaces as each place says them ('all' or a sorted list). */
+  watch: { WATCH_NAMESPACES: string; apiServerSource: string; K_SOURCE_CONFIG: string };
+  /** Every audience named: the function's and each Trigger's and the Broker's destinations. */
+  audiences: string[];
+  /** SENDER_AUTH_ALLOWED against the Triggers' OIDC ServiceAccounts in the install's namespace. */
+  allowed: { configured: string[]; triggers: string[] };
+}
+
+const said = (list: string[], all: boolean): string => (all ? 'all' : [...list].sort().join(','));
+
+/** Reads the scope back from each place of a rendered install. */
+function observe(yaml: string): ObservedScope {
+  const docs = loadAllYaml(yaml).filter((d) => d != null).map((d) => ({ raw: d as Record<string, unknown>, obj: Obj.parse(d) }));
+  const of = (kind: string): Array<{ raw: Record<string, unknown>; obj: z.infer<typeof Obj> }> => docs.filter((d) => d.obj.kind === kind);
+  const namespaces = new Set<string>();
+  for (const d of docs) {
+    if (d.obj.metadata.namespace) namespaces.add(d.obj.metadata.namespace);
+    if (d.obj.kind === 'Namespace') namespaces.add(d.obj.metadata.name);
+    for (const sub of z.object({ subjects: z.array(z.looseObject({ kind: z.string(), namespace: z.string().optional() })).optional() }).parse(d.raw).subjects ?? []) {
+      if (sub.kind === 'ServiceAccount') namespaces.add(sub.namespace ?? '');
+    }
+  }
+  const svc = of('Service').find((d) => d.obj.apiVersion === 'serving.knative.dev/v1');
+  if (!svc) throw new Error('no Knative Service');
+  const env = Object.fromEntries(Containers.parse(svc.raw).spec.template.spec.containers[0]!.env.map((e) => [e.name, e.value ?? '']));
+  const watchNs = (env.WATCH_NAMESPACES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const [source] = of('ApiServerSource');
+  const selector = z.object({ spec: z.object({ namespaceSelector: z.object({ matchLabels: z.record(z.string(), z.string()).optional(), matchExpressions: z.array(z.object({ key: z.string(), operator: z.string(), values: z.array(z.string()) })).optional() }) }) }).parse(source!.raw).spec.namespaceSelector;
+  const byName = selector.matchExpressions?.filter((e) => e.key === 'kubernetes.io/metadata.name' && e.operator === 'In') ?? [];
+  const selectorSays = !selector.matchLabels && !selector.matchExpressions ? 'all' : byName.length === 1 && selector.matchExpressions!.length === 1 && !selector.matchLabels ? said(byName[0]!.values, false) : `unsupported selector ${JSON.stringify(selector)}`;
+  const [cs] = of('ContainerSource');
+  const csEnv = Containers.parse(cs!.raw).spec.template.spec.containers[0]!.env;
+  const config = z.object({ allNamespaces: z.boolean(), namespaces: z.array(z.string()) }).parse(JSON.parse(csEnv.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '{}'));
+  const Dest = z.object({ audience: z.string() });
+  const audiences = [env.SENDER_AUTH_AUDIENCE ?? ''];
+  for (const t of of('Trigger')) {
+    const spec = z.object({ spec: z.object({ subscriber: Dest, delivery: z.object({ deadLetterSink: Dest }) }) }).parse(t.raw).spec;
+    audiences.push(spec.subscriber.audience, spec.delivery.deadLetterSink.audience);
+  }
+  for (const b of of('Broker')) audiences.push(z.object({ spec: z.object({ delivery: z.object({ deadLetterSink: Dest }) }) }).parse(b.raw).spec.delivery.deadLetterSink.audience);
+  const [installNs] = [...namespaces];
+  return {
+    namespaces: [...namespaces].sort(),
+    watch: { WATCH_NAMESPACES: said(watchNs, watchNs.length === 0), apiServerSource: selectorSays, K_SOURCE_CONFIG: said(config.namespaces, config.allNamespaces) },
+    audiences: [...new Set(audiences)],
+    allowed: {
+      configured: (env.SENDER_AUTH_ALLOWED ?? '').split(',').map((s) => s.trim()).filter(Boolean).sort(),
+      triggers: of('Trigger').map((t) => `${installNs}/${t.obj.metadata.name}-oidc-eventing.knative.dev-trigger`).sort(),
+    },
+  };
+}
+
+/** What every place must say for a scope. */
+function expected(scope: Scope, triggers: string[]): ObservedScope {
+  const watch = scope.watch === 'all' ? 'all' : [...scope.watch].sort().join(',');
+  const allowed = triggers.map((t) => `${scope.namespace}/${t}-oidc-eventing.knative.dev-trigger`).sort();
+  return {
+    namespaces: [scope.namespace],
+    watch: { WATCH_NAMESPACES: watch, apiServerSource: watch, K_SOURCE_CONFIG: watch },
+    audiences: [audienceOf(scope.namespace, SERVICE)],
+    allowed: { configured: allowed, triggers: allowed },
+  };
+}
+
+const triggerNames = (yaml: string): string[] => loadAllYaml(yaml).map((d) => Obj.safeParse(d)).flatMap((r) => (r.success && r.data.kind === 'Trigger' ? [r.data.metadata.name] : []));
+
+let work = '';
+beforeAll(() => {
+  work = mkdtempSync(join(tmpdir(), 'meridio2-scope-'));
+  cpSync(INSTALL_DIR, join(work, 'infra'), { recursive: true });
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** An overlay of the copied infra/ with the given kustomization lines after its resources. */
+async function overlay(name: string, lines: string[]): Promise<string> {
+  mkdirSync(join(work, name));
+  writeFileSync(join(work, name, 'kustomization.yaml'), ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', '  - ../infra', ...lines, ''].join('\n'));
+  return kustomizeBuild(join(work, name));
+}
+
+describe('the namespace scope', () => {
+  it('of the default install is one: meridio-2-system, all namespaces, everywhere', async () => {
+    const yaml = await kustomizeBuild(INSTALL_DIR);
+    expect(triggerNames(yaml).length).toBe(5);
+    expect(observe(yaml)).toEqual(expected({ namespace: SYSTEM_NAMESPACE, watch: 'all' }, triggerNames(yaml)));
+  });
+
+  it('generated for the default scope renders the default install exactly', async () => {
+    mkdirSync(join(work, 'default-scope'));
+    writeFileSync(join(work, 'default-scope', 'kustomization.yaml'), scopeComponent({ namespace: SYSTEM_NAMESPACE, watch: 'all' }, readScopeBase(join(work, 'infra'))));
+    expect(await overlay('with-default-scope', ['components:', '  - ../default-scope'])).toBe(await kustomizeBuild(INSTALL_DIR));
+  });
+
+  it('generated by the command for another namespace and two served namespaces agrees everywhere', async () => {
+    const scope: Scope = { namespace: 'gateways-system', watch: ['team-b', 'team-a'] };
+    execFileSync(process.execPath, ['tools/release/scope.mts', join(work, 'teams'), '--namespace', scope.namespace, '--watch', 'team-b,team-a'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    expect(readFileSync(join(work, 'teams', 'kustomization.yaml'), 'utf8')).toContain('kind: Component');
+    const yaml = await overlay('with-teams', ['components:', '  - ../teams']);
+    expect(observe(yaml)).toEqual(expected(scope, triggerNames(yaml)));
+    // Nothing names the default namespace any more, in any field.
+    expect(yaml).not.toContain(SYSTEM_NAMESPACE);
+    // With the beside-meridio-2 component as well.
+    const beside = await overlay('with-teams-beside', ['components:', '  - ../infra/beside-meridio-2', '  - ../teams']);
+    expect(observe(beside)).toEqual(expected(scope, triggerNames(beside)));
+  });
+
+  it('set by hand in one place only disagrees, and the check says where', async () => {
+    // An overlay that moves the install with kustomize's namespace: alone.
+    const yaml = await overlay('namespace-only', ['namespace: gateways-system']);
+    const seen = observe(yaml);
+    expect(seen.namespaces).toEqual(['gateways-system', SYSTEM_NAMESPACE]);
+    expect(seen.audiences).toEqual([audienceOf(SYSTEM_NAMESPACE, SERVICE)]);
+    expect(seen).not.toEqual(expected({ namespace: 'gateways-system', watch: 'all' }, triggerNames(yaml)));
+  });
+});
