@@ -13,10 +13,15 @@
 // Runs directly under Node's type stripping, on a machine that has nothing but
 // Go and Node.
 //
-// Usage: node tools/prometheus/build.mts [--print]   (--print: print the
-// resolved binary as JSON on stdout, building it first when missing)
+// promtool is built from the same module (a second binary, with the same
+// tags): the shipped alert rules' unit tests (`promtool test rules`) run with
+// the rule evaluation of the Prometheus that the end-to-end tests run.
 //
-// PROMETHEUS_BIN=<file> skips the build and uses that binary.
+// Usage: node tools/prometheus/build.mts [--print]   (--print: print the
+// resolved binaries as JSON on stdout, building them first when missing)
+//
+// PROMETHEUS_BIN=<file> and PROMTOOL_BIN=<file> skip the builds and use those
+// binaries.
 import { cachedBinary, ensureBinary, goBuild, logger, requiredVersion, runAsScript, toolDir } from '../go-build.mts';
 
 const here = toolDir('prometheus', import.meta.url);
@@ -27,6 +32,12 @@ const MODULE = 'github.com/prometheus/prometheus';
 export interface PrometheusAssets {
   version: string;
   /** The prometheus server binary. */
+  binary: string;
+}
+
+export interface PromtoolAssets {
+  version: string;
+  /** The promtool binary. */
   binary: string;
 }
 
@@ -44,6 +55,35 @@ export function releaseOf(moduleVersion: string): string {
 /** Where the binary comes from: `$PROMETHEUS_BIN`, else the cache. */
 export function resolvePrometheus(version: string = pinnedVersion()): string {
   return cachedBinary('PROMETHEUS_BIN', `prometheus-${version}`, 'prometheus');
+}
+
+/** Where promtool comes from: `$PROMTOOL_BIN`, else the cache (beside the server). */
+export function resolvePromtool(version: string = pinnedVersion()): string {
+  return cachedBinary('PROMTOOL_BIN', `prometheus-${version}`, 'promtool');
+}
+
+export async function ensurePromtool(): Promise<PromtoolAssets> {
+  const version = pinnedVersion();
+  const binary = resolvePromtool(version);
+  await ensureBinary({
+    binary,
+    envVar: 'PROMTOOL_BIN',
+    lock: '.promtool-build.lock',
+    log,
+    requires: 'promtool; or set PROMTOOL_BIN to a promtool binary',
+    announce: `building promtool (${MODULE} ${version}) without service discovery; after the server's build about 40 s, cold about 2.5 minutes`,
+    build: () =>
+      goBuild({
+        dir: here,
+        pkg: `${MODULE}/cmd/promtool`,
+        out: binary,
+        trimpath: true,
+        tags: ['remove_all_sd'],
+        ldflags: `-s -w -X github.com/prometheus/common/version.Version=${releaseOf(version)}`,
+        log,
+      }),
+  });
+  return { version, binary };
 }
 
 export async function ensurePrometheus(): Promise<PrometheusAssets> {
@@ -73,6 +113,7 @@ export async function ensurePrometheus(): Promise<PrometheusAssets> {
 
 runAsScript(import.meta.url, async () => {
   const assets = await ensurePrometheus();
-  if (!process.argv.includes('--print')) log(`prometheus ${assets.version}: ${assets.binary}`);
-  return assets;
+  const promtool = await ensurePromtool();
+  if (!process.argv.includes('--print')) log(`prometheus ${assets.version}: ${assets.binary}, ${promtool.binary}`);
+  return { ...assets, promtool: promtool.binary };
 }, log);
