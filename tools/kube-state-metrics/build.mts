@@ -52,7 +52,7 @@ export async function ensureKubeStateMetrics(): Promise<KubeStateMetricsAssets> 
         pkg: MODULE,
         out: binary,
         trimpath: true,
-        // The version shows in `kube-state-metrics --version` and its build-info metric.
+        // The version shows in `kube-state-metrics version` and its build-info metric.
         ldflags: `-s -w -X github.com/prometheus/common/version.Version=${version.replace(/^v/, '')}`,
         log,
       }),
