@@ -59,6 +59,8 @@ export function prometheusRule(alerts: readonly Alert[] = ALERTS): object {
     kind: 'PrometheusRule',
     metadata: {
       name: 'meridio-2-gateway-controller',
+      // The component's objects name their namespace themselves (infra/monitoring/kustomization.yaml).
+      namespace: 'meridio-2-system',
       labels: { 'app.kubernetes.io/name': 'meridio-2-gateway-controller', 'app.kubernetes.io/component': 'monitoring' },
     },
     spec: ruleFile(alerts),
