@@ -1,6 +1,6 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { dump } from 'js-yaml';
-import { deniedByAuthorizer, readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { deniedByAuthorizer, readEvents, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
@@ -18,6 +18,7 @@ import { deleteAfterTest } from '../support/cluster-scoped.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from '../support/fixtures.js';
 import { startGoProcess, tail, type GoProcess } from '../support/go-process.js';
 import { freezeDeployments } from '../support/policies.js';
+import { grantedKeys, usedKeys } from '../support/rbac-usage.js';
 import { controllerIdentity } from '../support/reconciler.js';
 import { startPrometheus, type PrometheusProcess } from '../support/telemetry-backends.js';
 
@@ -176,14 +177,10 @@ describe('alerts on the Gateways\' state: real kube-state-metrics and Prometheus
     // Its watches are logged when they end: stop it first. The test's own
     // probe for the binding (a list with limit=1) is not kube-state-metrics'.
     await k.stop();
-    const key = (group: string, resource: string, verb: string): string => `${group || 'core'} ${resource} ${verb}`;
-    const granted = new Set<string>();
-    for (const rule of shippedClusterRole(KSM_RBAC_FILE).rules ?? []) {
-      for (const g of rule.apiGroups ?? []) for (const res of rule.resources ?? []) for (const v of rule.verbs) granted.add(key(g, res, v));
-    }
+    const granted = grantedKeys(shippedClusterRole(KSM_RBAC_FILE));
     const audited = (): { events: AuditEvent[]; used: Set<string> } => {
       const events = readEvents(clusterInfo().auditLog, auditFrom).events.filter((e) => e.user.username === identity.username && !/[?&]limit=1(&|$)/.test(e.requestURI));
-      return { events, used: new Set(events.filter((e) => e.objectRef?.resource).map((e) => key(e.objectRef?.apiGroup ?? '', resourceOf(e), e.verb))) };
+      return { events, used: usedKeys(events) };
     };
     const { events, used } = await waitFor('kube-state-metrics\' requests in the audit log', () => {
       const a = audited();
