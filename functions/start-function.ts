@@ -1,5 +1,4 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
 import type { Config } from './config.js';
 import { handleEvent } from './handle-event.js';
 import { reconcileCoalescer } from './reconcile-targets.js';
@@ -13,6 +12,7 @@ import { readSinkToken } from './sender-auth/sink-token.js';
 import type { Telemetry } from './telemetry/telemetry.js';
 import { startTelemetry } from './telemetry/start-telemetry.js';
 import { VERSION } from './version.js';
+import { functionLog } from './telemetry/function-log.js';
 
 export interface RunningFunction extends FunctionServer {
   port: number;
@@ -31,9 +31,12 @@ const SERVICE_NAME = 'meridio-2-gateway-controller';
  * `preparedTemplate`: the default template parsed ahead (the startup snapshot).
  */
 export async function startFunction(config: Config, kc: KubeConfig, options: { preparedTemplate?: PreparedTemplate; env?: Record<string, string | undefined> } = {}): Promise<RunningFunction> {
-  const log = pino({ level: config.LOG_LEVEL, base: { fn: SERVICE_NAME } });
+  const { log, joinTraces } = functionLog({ level: config.LOG_LEVEL, service: SERVICE_NAME });
   // Nothing of OpenTelemetry is loaded unless an OTLP endpoint is configured.
+  // It starts after the logger (it logs its export failures); with tracing
+  // on, the log lines carry the trace and span they were written in.
   const telemetry = await startTelemetry(options.env ?? process.env, { serviceName: SERVICE_NAME, instance: config.POD_NAME }, log);
+  joinTraces(telemetry.logTraceFields);
   const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
   if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
   // One connection pool for every API request of the process.

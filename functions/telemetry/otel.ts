@@ -1,4 +1,4 @@
-import { context, diag, DiagLogLevel, metrics, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapGetter } from '@opentelemetry/api';
+import { context, diag, isSpanContextValid, DiagLogLevel, metrics, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapGetter } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
@@ -18,7 +18,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type { IncomingHttpHeaders } from 'node:http';
 import { apiVerb } from './api-verb.js';
-import type { Telemetry, TelemetrySignals, TraceHeaders } from './telemetry.js';
+import type { LogTraceFields, Telemetry, TelemetrySignals, TraceHeaders } from './telemetry.js';
 
 // The OpenTelemetry SDK behind the Telemetry interface: loaded only by
 // startTelemetry() when an OTLP endpoint is configured (telemetry.ts). Both
@@ -83,6 +83,14 @@ const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
 
 export interface OtelLog {
   warn(obj: object, msg?: string): void;
+}
+
+const NO_TRACE: LogTraceFields = {};
+
+/** The active span's ids, as W3C trace context writes them (hex). */
+function logTraceFields(): LogTraceFields {
+  const sc = trace.getActiveSpan()?.spanContext();
+  return sc && isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : NO_TRACE;
 }
 
 export function otelTelemetry(signals: TelemetrySignals, service: { serviceName: string; instance?: string }, log: OtelLog, env: Env = process.env): Telemetry {
@@ -162,6 +170,7 @@ export function otelTelemetry(signals: TelemetrySignals, service: { serviceName:
 
   return {
     enabled: true,
+    ...(tracerProvider ? { logTraceFields } : {}),
     invocation: (headers, fn) => {
       // The HTTP header is the last hop's (the Broker's); the extension, in
       // binary mode, is the sender's when no hop added one.

@@ -43,8 +43,19 @@ export interface ApiRequest {
   setHeader(name: string, value: string): void;
 }
 
+/** The fields that join a log line to its trace (the names zap and klog JSON pipelines use). */
+export interface LogTraceFields {
+  trace_id?: string;
+  span_id?: string;
+}
+
 export interface Telemetry {
   readonly enabled: boolean;
+  /**
+   * With tracing on: the trace and span of the code running now, for each
+   * log line. Absent otherwise, so that the logger does no work for it.
+   */
+  readonly logTraceFields?: () => LogTraceFields;
   /**
    * Runs one invocation inside its span, continued from the sender's trace
    * context: the `traceparent` HTTP header (the Broker's), else the

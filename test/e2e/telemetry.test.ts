@@ -151,6 +151,13 @@ describe('OpenTelemetry metrics in a real Prometheus and traces in a real Jaeger
 
     const invocation = trace.spans.find((s) => tag(s, 'cloudevents.event_id') === dispatch.eventId && serviceOf(trace, s) === SERVICE);
     expect(invocation?.operationName).toBe(`handle ${UPDATE}`);
+    // The invocation's log line joins its trace: its trace_id and span_id
+    // are the invocation span's, and its level is a word.
+    expect({ level: dispatch.level, trace_id: dispatch.trace_id, span_id: dispatch.span_id }).toEqual({ level: 'info', trace_id: trace.traceID.padStart(32, '0'), span_id: invocation!.spanID.padStart(16, '0') });
+    for (const l of reconciles) {
+      const span = trace.spans.find((s) => tag(s, 'cloudevents.event_id') === l.eventId && s.operationName === `handle ${RECONCILE_TYPE}`);
+      expect({ trace_id: l.trace_id, span_id: l.span_id }).toEqual({ trace_id: trace.traceID.padStart(32, '0'), span_id: span?.spanID.padStart(16, '0') });
+    }
     // Continued from the Broker's span context: its parent is a span the
     // Eventing data plane exported (the filter's delivery), in this trace.
     const brokerParent = parentOf(trace, invocation!);

@@ -1,4 +1,5 @@
-import { deniedByAuthorizer, readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { deniedByAuthorizer, readEvents, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { grantedKeys, usedKeys } from '../support/rbac-usage.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
@@ -15,10 +16,6 @@ import { useWorld } from '../support/world.js';
 // verb, so it also holds when run on its own.
 
 const CONTROLLER_USER = /^system:serviceaccount:[^:]+:meridio-2-gateway-controller$/;
-
-function key(group: string, resource: string, verb: string): string {
-  return `${group || 'core'} ${resource} ${verb}`;
-}
 
 describe('the controller ClusterRole against the audit log', () => {
   const w = useWorld('rbac');
@@ -54,12 +51,8 @@ describe('the controller ClusterRole against the audit log', () => {
 
     // The probe that waits for a new binding to take effect (a GET of the
     // GatewayClass "rbac-probe") is part of the tests, not the controller.
-    const controller = mine.filter((e) => e.objectRef?.resource && e.objectRef.name !== 'rbac-probe');
-    const used = new Set(controller.map((e) => key(e.objectRef?.apiGroup ?? '', resourceOf(e), e.verb)));
-    const granted = new Set<string>();
-    for (const rule of shippedClusterRole().rules ?? []) {
-      for (const g of rule.apiGroups ?? []) for (const res of rule.resources ?? []) for (const v of rule.verbs) granted.add(key(g, res, v));
-    }
+    const used = usedKeys(mine.filter((e) => e.objectRef?.name !== 'rbac-probe'));
+    const granted = grantedKeys(shippedClusterRole());
     expect([...used].filter((u) => !granted.has(u)).sort()).toEqual([]);
     expect([...granted].filter((g) => !used.has(g)).sort()).toEqual([]);
   });

@@ -12,7 +12,8 @@ export interface Freeze {
   lift(): Promise<void>;
 }
 
-export async function freezeDeployments(namespace: string, probeDeployment: string, message = 'LB Deployments are frozen for maintenance'): Promise<Freeze> {
+/** `only`: freeze that one Deployment of the namespace, not all of them. */
+export async function freezeDeployments(namespace: string, probeDeployment: string, message = 'LB Deployments are frozen for maintenance', opts: { only?: string } = {}): Promise<Freeze> {
   const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
   const name = `freeze-${namespace}`;
   await adm.createValidatingAdmissionPolicy({
@@ -21,6 +22,7 @@ export async function freezeDeployments(namespace: string, probeDeployment: stri
       spec: {
         failurePolicy: 'Fail',
         matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }] },
+        ...(opts.only ? { matchConditions: [{ name: 'one-deployment', expression: `object.metadata.name == '${opts.only}'` }] } : {}),
         validations: [{ expression: 'object.spec == oldObject.spec', message }],
       },
     },

@@ -23,20 +23,45 @@ async function ready(p: GoProcess, url: string, what: string): Promise<void> {
   }, { timeoutMs: 60000, intervalMs: 200 });
 }
 
+/** An alert as Prometheus's /api/v1/alerts lists it. */
+export interface PrometheusAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: 'pending' | 'firing';
+}
+
 export interface PrometheusProcess {
   process: GoProcess;
   /** Where OTLP/HTTP metrics go (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT). */
   otlpMetricsUrl: string;
   /** An instant query's result vector. */
   query(promql: string): Promise<Array<{ metric: Record<string, string>; value: [number, string] }>>;
+  /** A range query's result matrix (what a dashboard panel asks for), between two Unix times in seconds. */
+  queryRange(promql: string, start: number, end: number, stepSeconds: number): Promise<Array<{ metric: Record<string, string>; values: Array<[number, string]> }>>;
+  /** The alerts pending or firing now. */
+  alerts(): Promise<PrometheusAlert[]>;
   stop(): Promise<void>;
 }
 
-export async function startPrometheus(): Promise<PrometheusProcess> {
+export interface PrometheusOptions {
+  /** Scrape jobs: each a name and one host:port, scraped every `intervalSeconds`, labels as the target writes them (honor_labels). */
+  scrape?: Array<{ job: string; target: string }>;
+  /** A rule file's text, loaded and evaluated every `intervalSeconds`. */
+  rules?: string;
+  intervalSeconds?: number;
+}
+
+export async function startPrometheus(opts: PrometheusOptions = {}): Promise<PrometheusProcess> {
   const { binary } = await ensureGoTool('prometheus');
   const dir = mkdtempSync(join(tmpdir(), 'prometheus-'));
-  // No scrape jobs: everything arrives over OTLP.
-  writeFileSync(join(dir, 'prometheus.yml'), 'global: {}\n');
+  // Without scrape jobs, everything arrives over OTLP.
+  const interval = `${opts.intervalSeconds ?? 1}s`;
+  if (opts.rules !== undefined) writeFileSync(join(dir, 'rules.yaml'), opts.rules);
+  writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({
+    global: opts.scrape || opts.rules !== undefined ? { scrape_interval: interval, evaluation_interval: interval } : {},
+    ...(opts.rules !== undefined ? { rule_files: [join(dir, 'rules.yaml')] } : {}),
+    ...(opts.scrape ? { scrape_configs: opts.scrape.map((s) => ({ job_name: s.job, honor_labels: true, static_configs: [{ targets: [s.target] }] })) } : {}),
+  }));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const p = startGoProcess('prometheus', binary, [
@@ -63,6 +88,18 @@ export async function startPrometheus(): Promise<PrometheusProcess> {
       const body = (await res.json()) as { status: string; error?: string; data?: { result?: Array<{ metric: Record<string, string>; value: [number, string] }> } };
       if (body.status !== 'success') throw new Error(`Prometheus query ${promql}: ${body.error ?? res.status}`);
       return body.data?.result ?? [];
+    },
+    queryRange: async (promql, start, end, step) => {
+      const res = await fetch(`${base}/api/v1/query_range?query=${encodeURIComponent(promql)}&start=${start}&end=${end}&step=${step}`);
+      const body = (await res.json()) as { status: string; error?: string; data?: { result?: Array<{ metric: Record<string, string>; values: Array<[number, string]> }> } };
+      if (body.status !== 'success') throw new Error(`Prometheus range query ${promql}: ${body.error ?? res.status}`);
+      return body.data?.result ?? [];
+    },
+    alerts: async () => {
+      const res = await fetch(`${base}/api/v1/alerts`);
+      const body = (await res.json()) as { status: string; data?: { alerts?: PrometheusAlert[] } };
+      if (body.status !== 'success') throw new Error(`Prometheus alerts: HTTP ${res.status}`);
+      return body.data?.alerts ?? [];
     },
     stop,
   };

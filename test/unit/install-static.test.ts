@@ -239,8 +239,8 @@ describe('infra/kustomization.yaml', () => {
         const rel = dir ? posix.join(dir, name) : name;
         if (statSync(join(INFRA, rel)).isDirectory()) {
           // samples/: demo objects; templates/: the LB template (a generator
-          // input); beside-meridio-2: an optional component.
-          if (!['samples', 'templates', 'beside-meridio-2'].includes(rel)) walk(rel);
+          // input); beside-meridio-2, monitoring: optional components.
+          if (!['samples', 'templates', 'beside-meridio-2', 'monitoring'].includes(rel)) walk(rel);
         } else if (name.endsWith('.yaml') && name !== 'kustomization.yaml' && rel !== 'knative/kustomizeconfig.yaml') {
           files.push(rel);
         }

@@ -58,14 +58,17 @@ async function installClusterRole(rbac: RbacAuthorizationV1Api, role: V1ClusterR
 
 /**
  * The authorizer learns of new bindings through an informer: until it has,
- * the identity's first requests would be forbidden. Both shipped roles may
- * get GatewayClasses; a 404 for one that does not exist means "allowed".
+ * the identity's first requests would be forbidden. The function's and the
+ * event source's roles may get GatewayClasses (a 404 for one that does not
+ * exist means "allowed"); kube-state-metrics' may only list them (`list`).
  */
-export async function waitUntilAuthorized(kc: KubeConfig, what: string): Promise<void> {
+export async function waitUntilAuthorized(kc: KubeConfig, what: string, probeBy: 'get' | 'list' = 'get'): Promise<void> {
   const probe = kc.makeApiClient(CustomObjectsApi);
+  const gatewayClasses = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gatewayclasses' };
   await waitFor(`the ClusterRoleBinding of ${what} to take effect`, async () => {
     try {
-      await probe.getClusterCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gatewayclasses', name: 'rbac-probe' });
+      if (probeBy === 'list') await probe.listClusterCustomObject({ ...gatewayClasses, limit: 1 });
+      else await probe.getClusterCustomObject({ ...gatewayClasses, name: 'rbac-probe' });
       return true;
     } catch (err) {
       if (err instanceof ApiException && err.code === 404) return true;
@@ -94,7 +97,7 @@ export interface ServiceAccountIdentity {
  * `serviceAccount` in `namespace`, bound to the ClusterRole of the shipped
  * `rbacFile`, usable once this resolves. The token lives `tokenSeconds`.
  */
-export async function serviceAccountIdentity(admin: KubeConfig, opts: { namespace: string; serviceAccount: string; rbacFile: string; tokenSeconds?: number }): Promise<ServiceAccountIdentity> {
+export async function serviceAccountIdentity(admin: KubeConfig, opts: { namespace: string; serviceAccount: string; rbacFile: string; tokenSeconds?: number; probeBy?: 'get' | 'list' }): Promise<ServiceAccountIdentity> {
   const { namespace, serviceAccount } = opts;
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   const role = await installClusterRole(rbac, shippedClusterRole(opts.rbacFile));
@@ -114,7 +117,7 @@ export async function serviceAccountIdentity(admin: KubeConfig, opts: { namespac
   };
   const kc = tokenKubeConfig(admin, token, serviceAccount);
   try {
-    await waitUntilAuthorized(kc, `${namespace}/${serviceAccount}`);
+    await waitUntilAuthorized(kc, `${namespace}/${serviceAccount}`, opts.probeBy);
   } catch (err) {
     await dispose();
     throw err;
