@@ -98,6 +98,8 @@ export interface P6Result {
   sizes: P6Size[];
   /** The memory limit each pass ran under (none: not enforced). */
   memoryLimit?: string;
+  /** Sizes whose main build stopped before its last pass (killed, or a pass not answered 2xx). */
+  incomplete?: { n: number; builds: (P6Build | P6Stopped)[] }[];
   /** Every in-sync pass within its allowance and writing nothing, every drift pass exact, every all-drifted pass answered 2xx; under a limit, the main build never killed. */
   ok: boolean;
 }
@@ -193,6 +195,16 @@ function limitFigures(r: Running): LimitFigures | undefined {
   return { limit: r.cgroup.limit, limitMb: mbOf(m.limitBytes / 1024), inSyncPeakMb: r.inSyncCgroupMb ?? peakMb, peakMb, failcnt: m.failcnt, oomKills: m.oomKills };
 }
 
+/** A pass that did not answer 2xx: the build stops there (recorded), the others go on. */
+class PassFailed extends Error {}
+
+/** One pass of a build; an answer other than 2xx stops the build (a PassFailed). */
+async function checkedPass(ctx: BenchContext, r: Running, sink: BrokerStandIn): Promise<PassFigures> {
+  const pass = await onePass(ctx, r.fn, sink);
+  if (pass.status >= 300) throw new PassFailed(`answered ${pass.status} (${pass.outcome}) after ${Math.round(pass.ms)} ms`);
+  return pass;
+}
+
 /**
  * Runs `step` for a build unless it has stopped; a build whose process ends
  * during the step (killed at the limit) is recorded as stopped, not thrown.
@@ -206,9 +218,9 @@ async function phase(ctx: BenchContext, r: Running, name: string, step: () => Pr
     // A killed process answers nothing; give its exit a moment to be seen.
     for (let i = 0; i < 50 && !r.fn.exit; i++) await new Promise((res) => setTimeout(res, 100));
     const exit = r.fn.exit;
-    if (!exit) throw err;
+    if (!exit && !(err instanceof PassFailed)) throw err;
     const limit = limitFigures(r);
-    r.stopped = { variant: r.variant.name, phase: name, exit: exit.signal ?? `exit code ${exit.code}`, lastPeakMb: peakBefore, ...(limit ? { memoryLimit: limit } : {}) };
+    r.stopped = { variant: r.variant.name, phase: name, exit: exit ? (exit.signal ?? `exit code ${exit.code}`) : err instanceof Error ? err.message : String(err), lastPeakMb: peakBefore, ...(limit ? { memoryLimit: limit } : {}) };
     ctx.log(`P6: ${r.variant.name} stopped in ${name}: ${r.stopped.exit}${limit ? `, cgroup oom_kill ${limit.oomKills}, peak ${limit.peakMb} MB` : ''}`);
   }
 }
@@ -219,12 +231,13 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
   await createConfiguration(c, ns, 'cfg');
   const sink = await startBrokerStandIn();
   const out: P6Size[] = [];
+  const incomplete: NonNullable<P6Result['incomplete']> = [];
   const main = opts.variant ?? SHIPPED_VARIANT;
   let have = 0;
   try {
     for (const n of [...opts.sizes].sort((a, b) => a - b)) {
       ctx.log(`P6 n=${n}: creating ${n - have} Gateways`);
-      await createGateways(c, ns, names('gw', have, n), ctx.className, 'cfg');
+      await createGateways(c, ns, names('gw', have, n), ctx.className, 'cfg', 16);
       have = Math.max(have, n);
       await converge(ctx, ns, n, opts.variant);
 
@@ -257,12 +270,11 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
         }
         ctx.log(`P6 n=${n}: ${opts.passes} in-sync passes of ${running.map((r) => r.variant.name).join(', ')}${opts.memoryLimit ? `, each under a ${opts.memoryLimit} memory cgroup` : ''}`);
         // Warm-up: the first event of a process opens its connections.
-        for (const r of running) await phase(ctx, r, 'warm-up', async () => { await onePass(ctx, r.fn, sink); });
+        for (const r of running) await phase(ctx, r, 'warm-up', async () => { await checkedPass(ctx, r, sink); });
         for (let p = 0; p < opts.passes; p++) {
           for (const r of running) {
             await phase(ctx, r, `in-sync pass ${p + 1}`, async () => {
-              const pass = await onePass(ctx, r.fn, sink);
-              if (pass.status >= 300) throw new Error(`P6 n=${n}: ${r.variant.name}: in-sync pass answered ${pass.status} (${pass.outcome})`);
+              const pass = await checkedPass(ctx, r, sink);
               r.figures.inSync = pass;
               r.figures.times.push(pass.ms);
             });
@@ -280,7 +292,7 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
         for (const name of edited) await editImage(c, ns, `sllbr-${name}`, 'example.invalid/hand-edited:1');
         for (const r of running) {
           await phase(ctx, r, 'd drifted', async () => {
-            const drift = await onePass(ctx, r.fn, sink);
+            const drift = await checkedPass(ctx, r, sink);
             const exact = drift.fannedOut === edited.length && [...sink.keys].sort().join() === edited.map((g) => `${ns}/${g}`).sort().join();
             r.figures.drift = { ...drift, d: edited.length, exact };
           });
@@ -290,7 +302,7 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
         await editConfiguration(c, ns, 'cfg');
         for (const r of running) {
           await phase(ctx, r, 'all drifted', async () => {
-            const all = await onePass(ctx, r.fn, sink);
+            const all = await checkedPass(ctx, r, sink);
             r.figures.allDrifted = { ...all, peakMb: mbOf(r.fn.memory().hwmKb) };
           });
         }
@@ -302,8 +314,11 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
         });
         const [first, ...others] = built;
         if (first === undefined || !('ms' in first)) {
+          // The main build did not finish: kept as it stopped, and the run is not ok.
+          incomplete.push({ n, builds: built });
           const s = first as P6Stopped;
-          throw new Error(`P6 n=${n}: ${s.variant} stopped in ${s.phase} (${s.exit})${s.memoryLimit ? ` under the ${s.memoryLimit.limit} limit: cgroup peak ${s.memoryLimit.peakMb} MB, oom_kill ${s.memoryLimit.oomKills}` : ''}`);
+          ctx.log(`P6 n=${n}: ${s.variant} stopped in ${s.phase} (${s.exit})${s.memoryLimit ? ` under the ${s.memoryLimit.limit} limit: cgroup peak ${s.memoryLimit.peakMb} MB, oom_kill ${s.memoryLimit.oomKills}` : ''}`);
+          continue;
         }
         out.push({
           n,
@@ -325,5 +340,5 @@ export async function measureResync(ctx: BenchContext, opts: { sizes: number[]; 
     await sink.close();
   }
   const ok = out.every((s) => s.inSync.counts.writes === 0 && s.inSync.counts.total <= s.requestAllowance && s.drift.exact && s.allDrifted.status < 300 && (s.memoryLimit?.oomKills ?? 0) === 0);
-  return { sizes: out, ...(opts.memoryLimit ? { memoryLimit: opts.memoryLimit } : {}), ok };
+  return { sizes: out, ...(opts.memoryLimit ? { memoryLimit: opts.memoryLimit } : {}), ...(incomplete.length > 0 ? { incomplete } : {}), ok: ok && incomplete.length === 0 };
 }
