@@ -57,6 +57,12 @@ started as the image starts it) in every figure, P1 to P6, and writes bench/REPO
   --p6-passes N            in-sync passes per size (default 3; quick 1)
   --p6-before name         also one pass per size of this build (a --variant-entry name), for the
                            before/after comparison (e.g. a build of the commit before issue 17)
+  --p6-compare a,b         also these builds (--variant-entry names), measured exactly as the main
+                           one, pass by pass beside it in the same run (e.g. the build before a change)
+  --p6-memory-limit Q      the memory limit P6's function processes run under, in a cgroup of their
+                           own (a quantity such as 256Mi, or none); default: the Knative Service's
+                           limits.memory (infra/knative/service.yaml) where this machine allows
+                           (cgroup v1 memory controller, writable: root), else none
   --p7-routes a,b,c        L34Routes in the Gateway's namespace (default 0,1000,5000; quick 0,50)
   --p7-samples N           no-op reconciles per route count (default 30; quick 5)
   --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
@@ -117,6 +123,8 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
       'p6-sizes': { type: 'string' },
       'p6-passes': { type: 'string' },
       'p6-before': { type: 'string' },
+      'p6-compare': { type: 'string' },
+      'p6-memory-limit': { type: 'string' },
       'p7-routes': { type: 'string' },
       'p7-samples': { type: 'string' },
       'controller-manager': { type: 'boolean' },
@@ -154,6 +162,8 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
   if (values['p6-sizes'] !== undefined) o.p6Sizes = ints(values['p6-sizes']);
   if (values['p6-passes'] !== undefined) o.p6Passes = int(values['p6-passes']);
   if (values['p6-before'] !== undefined) o.p6Before = values['p6-before'];
+  if (values['p6-compare'] !== undefined) o.p6Compare = parseVariantList(values['p6-compare']);
+  if (values['p6-memory-limit'] !== undefined) o.p6MemoryLimit = values['p6-memory-limit'] === 'none' ? null : values['p6-memory-limit'];
   if (values['p7-routes'] !== undefined) o.p7Routes = values['p7-routes'].split(',').map((x) => int(x.trim()));
   if (values['p7-samples'] !== undefined) o.p7Samples = int(values['p7-samples']);
   if (values['controller-manager']) o.controllerManager = true;

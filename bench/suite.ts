@@ -12,6 +12,7 @@ import { measureFanOut, type P4Result } from './measures/fan-out.js';
 import { measureMemory, type P5Result } from './measures/memory.js';
 import { measureRequests, type P3Result } from './measures/requests.js';
 import { measureResync, type P6Result } from './measures/resync.js';
+import { memoryCgroupsAvailable, shippedMemoryLimit } from './lib/memory-cgroup.js';
 import { measureRouteRead, type P7Result } from './measures/route-read.js';
 import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
 
@@ -45,6 +46,10 @@ export interface BenchOptions {
   p6Passes: number;
   /** An older build to measure P6 with too (its resync reconciled every Gateway): a --variant-entry name. */
   p6Before?: string;
+  /** Builds measured exactly as the main one in P6, pass by pass beside it (--variant-entry names). */
+  p6Compare: string[];
+  /** The memory limit P6's function processes run under (a cgroup); null: none. Default: the Service's limit, where this machine lets the bench enforce it. */
+  p6MemoryLimit: string | null;
   /** L34Routes in the Gateway's namespace, per P7 row. */
   p7Routes: number[];
   p7Samples: number;
@@ -62,7 +67,9 @@ export function defaultOptions(quick: boolean, explore = false): BenchOptions {
   // Telemetry off (shipped) and on, interleaved: what OpenTelemetry costs the cold start and idle memory.
   const p1Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap', 'bundle-min'] : EXPLORE_P1_VARIANTS) : ['shipped', TELEMETRY_VARIANT];
   const p5Variants = explore ? (quick ? ['shipped', 'snapshot-default-heap'] : EXPLORE_P5_VARIANTS) : ['shipped', TELEMETRY_VARIANT];
-  const shared = { quick, explore, only: [...FIGURES], p1Variants, p5Variants, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {} };
+  // The Service's memory limit, enforced where the machine allows (cgroup v1, root); otherwise none.
+  const p6MemoryLimit = memoryCgroupsAvailable() ? shippedMemoryLimit() : null;
+  const shared = { quick, explore, only: [...FIGURES], p1Variants, p5Variants, p6Compare: [], p6MemoryLimit, controllerManager: false, mainVariant: 'shipped', customVariants: {}, customEnv: {} };
   return quick
     ? {
         ...shared, p1Spawns: 3, p1ImportRepeats: explore ? 1 : 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
@@ -112,7 +119,7 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
       ctx.log(`${fig}: done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     }
   };
-  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : []), ...(o.only.includes('P6') && o.p6Before ? [o.p6Before] : [])])];
+  const names = [...new Set([o.mainVariant, ...(o.only.includes('P1') ? o.p1Variants : []), ...(o.only.includes('P5') ? o.p5Variants : []), ...(o.only.includes('P6') && o.p6Before ? [o.p6Before] : []), ...(o.only.includes('P6') ? o.p6Compare : [])])];
   const sink = names.includes(TELEMETRY_VARIANT) ? await startOtlpSink() : undefined;
   const prepared = prepareVariants(names, { custom: o.customVariants, customEnv: o.customEnv, ...(o.explore ? { builds: exploratoryBuilds() } : {}), ...(sink ? { otlpEndpoint: sink.url } : {}) });
   const main = prepared.byName(o.mainVariant);
@@ -132,7 +139,14 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     if (p4) results.p4 = p4;
     const p5 = await timed('P5', () => measureMemory(ctx, { concurrency: o.p5Concurrency, repeats: o.p5Repeats, variants: o.p5Variants.map((n) => prepared.byName(n)) }));
     if (p5) results.p5 = p5;
-    const p6 = await timed('P6', () => measureResync(ctx, { sizes: o.p6Sizes, passes: o.p6Passes, variant: main, ...(o.p6Before ? { before: prepared.byName(o.p6Before) } : {}) }));
+    const p6 = await timed('P6', () => measureResync(ctx, {
+      sizes: o.p6Sizes,
+      passes: o.p6Passes,
+      variant: main,
+      ...(o.p6Before ? { before: prepared.byName(o.p6Before) } : {}),
+      compare: o.p6Compare.map((n) => prepared.byName(n)),
+      ...(o.p6MemoryLimit !== null ? { memoryLimit: o.p6MemoryLimit } : {}),
+    }));
     if (p6) results.p6 = p6;
     const p7 = await timed('P7', () => measureRouteRead(ctx, { routeCounts: o.p7Routes, samples: o.p7Samples, variant: main }));
     if (p7) results.p7 = p7;

@@ -1,3 +1,4 @@
+import { customObjectsApi } from '../../functions/kube/pooled-client.js';
 import { ApiException, AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -83,7 +84,8 @@ export async function editConfiguration(c: BenchCluster, namespace: string, name
 
 /** Creates Gateways with bounded concurrency (the API server is shared with the measurement). */
 export async function createGateways(c: BenchCluster, namespace: string, names: string[], className: string, configName: string, concurrency = 8): Promise<void> {
-  const api = custom(c);
+  // One connection pool: thousands of creates must not each open a TLS connection.
+  const api = customObjectsApi(c.admin, { requestTimeoutMs: 60_000 });
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < names.length) {

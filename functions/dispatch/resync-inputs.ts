@@ -1,13 +1,14 @@
 // The reads of a list-based resync (docs/design.md §11): each kind of object
-// the planner needs, in pages of at most 500, from the API server's watch
-// cache. Everything but the LB Deployments is kept for the pass; the
-// Deployments are handed over a page at a time, so that a pass holds one
-// page of them, not all.
+// the planner needs, in pages of at most PAGE_SIZE, from the API server's
+// watch cache. Gateways and their LB Deployments are walked a page at a time
+// (resync-merge.ts) and never held whole; what the plans look up besides
+// them (classes, GatewayConfigurations, routes, namespaces) is listed once
+// and kept for the pass.
 import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
 import type { KubeApi, Listed, ListedResource } from '../kube/kube-api.js';
-import { forEachPage } from '../kube/list-pages.js';
+import { PAGE_SIZE, pagesOf } from '../kube/list-pages.js';
 import { routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Deployment, Gateway, GatewayClass, L34Route } from '../../api/schemas.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../api/schemas.js';
 import { byKey, byName, indexRoutes, type ListedInputs } from './resync-plan.js';
 
 /** The namespaces to list in, one list each; undefined: one list over every namespace. */
@@ -21,61 +22,85 @@ export interface RequestCount {
 /** Every LB Deployment carries this label (render-deployment.ts); the API server filters by it in its cache. */
 export const LB_DEPLOYMENT_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
 
-/** Hands each page of `resource` in `scope` to `onPage`, one namespace after the other. */
-export async function eachPage<R extends ListedResource>(
-  api: KubeApi,
-  resource: R,
-  scope: ListScope,
-  onPage: (items: Listed[R][]) => void,
-  count: RequestCount,
-  labelSelector?: string,
-): Promise<void> {
+export interface PageOptions {
+  labelSelector?: string;
+  /** Objects per request (PAGE_SIZE; the tests use small pages). */
+  pageSize?: number;
+}
+
+/** The pages of `resource` in `scope`, one namespace after the other, each requested when pulled. */
+export async function* pagesIn<R extends ListedResource>(api: KubeApi, resource: R, scope: ListScope, count: RequestCount, opts: PageOptions = {}): AsyncGenerator<Listed[R][], void, undefined> {
+  const { labelSelector, pageSize = PAGE_SIZE } = opts;
   for (const namespace of scope ?? [undefined]) {
-    // Read after the await: lists run in parallel, and `+= await` would add to a stale count.
-    const requests = await forEachPage(
-      (limit, token) =>
-        api.listPage(resource, {
-          limit,
-          ...(namespace !== undefined && { namespace }),
-          ...(labelSelector !== undefined && { labelSelector }),
-          ...(token !== undefined && { continue: token }),
-        }),
-      onPage,
-    );
-    count.requests += requests;
+    yield* pagesOf((limit, token) => {
+      count.requests++;
+      return api.listPage(resource, {
+        limit,
+        ...(namespace !== undefined && { namespace }),
+        ...(labelSelector !== undefined && { labelSelector }),
+        ...(token !== undefined && { continue: token }),
+      });
+    }, pageSize);
   }
 }
 
+/** Hands each page of `resource` in `scope` to `onPage`. */
+export async function eachPage<R extends ListedResource>(api: KubeApi, resource: R, scope: ListScope, onPage: (items: Listed[R][]) => void, count: RequestCount, opts: PageOptions = {}): Promise<void> {
+  for await (const page of pagesIn(api, resource, scope, count, opts)) onPage(page);
+}
+
 /** Every object of `resource` in `scope`. */
-export async function listAll<R extends ListedResource>(api: KubeApi, resource: R, scope: ListScope, count: RequestCount): Promise<Listed[R][]> {
+export async function listAll<R extends ListedResource>(api: KubeApi, resource: R, scope: ListScope, count: RequestCount, pageSize = PAGE_SIZE): Promise<Listed[R][]> {
   const items: Listed[R][] = [];
   await eachPage(api, resource, scope, (page) => {
     for (const item of page) items.push(item);
-  }, count);
+  }, count, { pageSize });
   return items;
 }
 
 /** The LB Deployments in `scope`, a page at a time. */
-export function eachDeploymentPage(api: KubeApi, scope: ListScope, onPage: (items: Deployment[]) => void, count: RequestCount): Promise<void> {
-  return eachPage(api, 'deployments', scope, onPage, count, LB_DEPLOYMENT_SELECTOR);
+export function deploymentPages(api: KubeApi, scope: ListScope, count: RequestCount, pageSize = PAGE_SIZE): AsyncGenerator<Deployment[], void, undefined> {
+  return pagesIn(api, 'deployments', scope, count, { labelSelector: LB_DEPLOYMENT_SELECTOR, pageSize });
+}
+
+/** The listed classes by name and GatewayConfigurations by "namespace/name", as plans look them up. */
+export function indexed(classes: readonly GatewayClass[], configurations: readonly GatewayConfiguration[]): Pick<ListedInputs, 'classes' | 'configurations'> {
+  return { classes: byName(classes), configurations: byKey(configurations) };
+}
+
+/** What the plans of a page of Gateways look up besides their Deployments. */
+export interface PlanInputs {
+  inputsFor(gateways: readonly Gateway[]): Promise<ListedInputs>;
 }
 
 /**
- * What the plans of `gateways` (and of the classes, for their own status)
- * read besides the Deployments: the classes, the GatewayConfigurations, the
- * routes, and the namespaces when a listener selects them by label. Routes
- * are listed in `scope`, or everywhere when a listener admits other
- * namespaces' routes. GatewayConfigurations are listed in every namespace: a
- * class default may live outside the served namespaces, and one list costs
- * less than a read per default.
+ * The classes and GatewayConfigurations as listed, and the routes and
+ * namespaces listed the first time a page of Gateways needs them: routes in
+ * `scope`, or everywhere once a listener admits other namespaces' routes
+ * (listed again then, once); namespaces once a listener selects them by
+ * label. A route attaches only to a Gateway its parentRef names, so the
+ * index by parent is all a plan needs. GatewayConfigurations are listed in
+ * every namespace by the caller: a class default may live outside the served
+ * namespaces, and one list costs less than a read per default.
  */
-export async function readInputs(api: KubeApi, gateways: readonly Gateway[], classes: readonly GatewayClass[], scope: ListScope, count: RequestCount): Promise<ListedInputs> {
-  const scopes = new Set(gateways.map(routeScope));
-  const routesByParent = new Map<string, L34Route[]>();
-  const [configurations, namespaces] = await Promise.all([
-    listAll(api, 'gatewayconfigurations', undefined, count),
-    scopes.has('selector') ? listAll(api, 'namespaces', undefined, count) : null,
-    eachPage(api, 'l34routes', scopes.has('all') || scopes.has('selector') ? undefined : scope, (page) => indexRoutes(routesByParent, page), count),
-  ]);
-  return { classes: byName(classes), configurations: byKey(configurations), routesByParent, namespaces };
+export function planInputs(api: KubeApi, listed: Pick<ListedInputs, 'classes' | 'configurations'>, scope: ListScope, count: RequestCount, pageSize = PAGE_SIZE): PlanInputs {
+  const { classes, configurations } = listed;
+  let routes: { everywhere: boolean; byParent: Map<string, L34Route[]> } | undefined;
+  let namespaces: Namespace[] | null = null;
+  const listRoutes = async (everywhere: boolean): Promise<void> => {
+    const byParent = new Map<string, L34Route[]>();
+    await eachPage(api, 'l34routes', everywhere ? undefined : scope, (page) => indexRoutes(byParent, page), count, { pageSize });
+    routes = { everywhere, byParent };
+  };
+  return {
+    async inputsFor(gateways) {
+      const scopes = new Set(gateways.map(routeScope));
+      const everywhere = scope === undefined || scopes.has('all') || scopes.has('selector');
+      await Promise.all([
+        gateways.length > 0 && (routes === undefined || (everywhere && !routes.everywhere)) ? listRoutes(everywhere) : undefined,
+        scopes.has('selector') && namespaces === null ? listAll(api, 'namespaces', undefined, count, pageSize).then((n) => { namespaces = n; }) : undefined,
+      ]);
+      return { classes, configurations, routesByParent: routes?.byParent ?? new Map<string, L34Route[]>(), namespaces };
+    },
+  };
 }

@@ -4,8 +4,14 @@
 // reconcile would write something are reconciled. The reconcile stays the
 // writer: it reads everything again, one Gateway per invocation, and writes
 // with optimistic concurrency. A list only decides who gets reconciled.
+//
+// A pass plans a page of Gateways at a time, joined with their LB
+// Deployments as the two lists advance together (resync-merge.ts), and keeps
+// of each drifted Gateway only its reconcile request: its memory does not
+// grow with the number of Gateways (docs/operations.md, "Resync").
 import { GATEWAY_CLASS_CRD, BUNDLE_VERSION_ANNOTATION } from '../gatewayclass/supported.js';
 import type { KubeApi } from '../kube/kube-api.js';
+import { PAGE_SIZE } from '../kube/list-pages.js';
 import { conditionTime } from '../reconcile/plan/conditions.js';
 import { deploymentName } from '../reconcile/plan/names.js';
 import { hintOf } from '../reconcile/plan/gateway-reads.js';
@@ -13,8 +19,9 @@ import type { Settings } from '../reconcile/plan/plan-types.js';
 import type { Deployment, Gateway, GatewayClass } from '../../api/schemas.js';
 import type { Template } from '../reconcile/template.js';
 import type { DispatchScope, Target } from './target.js';
-import { keyOf, uniqueKeys } from './gateway-keys.js';
-import { eachDeploymentPage, listAll, readInputs, type ListScope, type RequestCount } from './resync-inputs.js';
+import { keyOf } from './gateway-keys.js';
+import { deploymentPages, indexed, listAll, pagesIn, planInputs, type ListScope, type PlanInputs, type RequestCount } from './resync-inputs.js';
+import { joinPages, noPages, pagesOfArray, type Joined } from './resync-merge.js';
 import { classDrifts, gatewayDrifts, objectKey, type ListedInputs, type PlanningContext } from './resync-plan.js';
 
 export interface PlanningDeps {
@@ -34,6 +41,13 @@ export interface ResyncPass {
   requests: number;
 }
 
+/** Objects per list request; the tests pass small pages to walk many pages with few objects. */
+export interface PassOptions {
+  pageSize: number;
+}
+
+const DEFAULT_PASS: PassOptions = { pageSize: PAGE_SIZE };
+
 /** Sequential GETs that confirm a Deployment is really absent stay few; this many at a time. */
 const CONFIRM_CONCURRENCY = 8;
 
@@ -45,54 +59,128 @@ function listScope(scope: DispatchScope): ListScope {
   return scope.namespaces.length === 0 ? undefined : scope.namespaces;
 }
 
-/**
- * The Gateways among `candidates` whose reconcile would write. Their LB
- * Deployments are listed by label a page at a time, each Gateway planned when
- * its Deployment's page arrives. A Gateway whose Deployment was not listed
- * and whose plan asks for a write is planned once more with its Deployment
- * read by name: one that lost its label (edited by hand) or belongs to
- * someone else (a name collision) is not listed, and only the real object
- * tells drift from an in-sync collision.
- */
-async function driftedAmong(api: KubeApi, candidates: readonly Gateway[], inputs: ListedInputs, scope: ListScope, context: PlanningContext, count: RequestCount): Promise<Gateway[]> {
-  const pending = new Map<string, Gateway>();
-  for (const gw of candidates) pending.set(objectKey(gw.metadata.namespace, deploymentName(gw.metadata.name)), gw);
-  const drifted: Gateway[] = [];
-  const planWith = (gw: Gateway, deployment: Deployment | null): void => {
-    if (gatewayDrifts(gw, deployment, inputs, context)) drifted.push(gw);
-  };
-  await eachDeploymentPage(api, scope, (page) => {
-    for (const deployment of page) {
-      const key = objectKey(deployment.metadata.namespace, deployment.metadata.name);
-      const gw = pending.get(key);
-      if (gw === undefined) continue;
-      pending.delete(key);
-      planWith(gw, deployment);
-    }
-  }, count);
+/** One walk of the join: Gateways, and the LB Deployments they are joined with. */
+interface Segment {
+  gateways: AsyncIterable<Gateway[]>;
+  deployments: () => AsyncIterator<Deployment[], void, undefined>;
+}
 
-  const unlisted = [...pending.values()].filter((gw) => gatewayDrifts(gw, null, inputs, context));
+interface Planning {
+  api: KubeApi;
+  classes: GatewayClass[];
+  inputs: PlanInputs;
+  context: PlanningContext;
+  count: RequestCount;
+}
+
+/**
+ * The drifted Gateways of one joined page, as reconcile requests. A Gateway
+ * the Deployments' list did not give whose plan asks for a write is planned
+ * once more with its Deployment read by name: one that lost its label
+ * (edited by hand) or belongs to someone else (a name collision) is not
+ * listed, and only the real object tells drift from an in-sync collision.
+ */
+async function driftedOfPage(p: Planning, joined: readonly Joined[], inputs: ListedInputs): Promise<Target[]> {
+  const targets: Target[] = [];
+  const target = (gw: Gateway): void => {
+    targets.push({ key: keyOf(gw), hint: hintOf(gw, p.classes) });
+  };
+  const unlisted: Gateway[] = [];
+  for (const { gateway, deployment } of joined) {
+    if (deployment !== undefined) {
+      if (gatewayDrifts(gateway, deployment, inputs, p.context)) target(gateway);
+    } else if (gatewayDrifts(gateway, null, inputs, p.context)) unlisted.push(gateway);
+  }
   let next = 0;
   const confirm = async (): Promise<void> => {
     while (next < unlisted.length) {
       const gw = unlisted[next++] as Gateway;
-      count.requests++;
-      const deployment = await api.getDeployment(gw.metadata.namespace ?? '', deploymentName(gw.metadata.name));
-      if (deployment === null) drifted.push(gw);
-      else planWith(gw, deployment);
+      p.count.requests++;
+      const deployment = await p.api.getDeployment(gw.metadata.namespace ?? '', deploymentName(gw.metadata.name));
+      if (deployment === null || gatewayDrifts(gw, deployment, inputs, p.context)) target(gw);
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONFIRM_CONCURRENCY, unlisted.length) }, confirm));
-  return drifted;
+  return targets;
 }
 
-/** Targets in key order (stable fan-out), each with the hint its Gateway gives. */
-function targetsOf(gateways: readonly Gateway[], classes: readonly GatewayClass[]): Target[] {
-  const byKey = new Map(gateways.map((gw) => [objectKey(gw.metadata.namespace, gw.metadata.name), gw]));
-  return uniqueKeys(gateways.map(keyOf)).map((key) => {
-    const gw = byKey.get(objectKey(key.namespace, key.name)) as Gateway;
-    return { key, hint: hintOf(gw, [...classes]) };
+const byKeyText = (a: Target, b: Target): number => {
+  const x = objectKey(a.key.namespace, a.key.name);
+  const y = objectKey(b.key.namespace, b.key.name);
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/** Plans every Gateway of `segments`, a page at a time: the drifted ones in key order (stable fan-out), and how many were planned. */
+async function driftedIn(p: Planning, segments: readonly Segment[]): Promise<{ targets: Target[]; planned: number }> {
+  const targets: Target[] = [];
+  let planned = 0;
+  for (const segment of segments) {
+    await joinPages(segment.gateways, segment.deployments(), async (joined) => {
+      planned += joined.length;
+      const inputs = await p.inputs.inputsFor(joined.map((j) => j.gateway));
+      for (const t of await driftedOfPage(p, joined, inputs)) targets.push(t);
+    });
+  }
+  return { targets: targets.sort(byKeyText), planned };
+}
+
+/** The served namespaces one at a time (each list is in key order within its namespace), or every namespace in one walk. */
+function listedSegments(api: KubeApi, where: ListScope, count: RequestCount, pageSize: number): Segment[] {
+  return (where ?? [undefined]).map((namespace) => {
+    const one = namespace === undefined ? undefined : [namespace];
+    return {
+      gateways: pagesIn(api, 'gateways', one, count, { pageSize }),
+      deployments: () => deploymentPages(api, one, count, pageSize),
+    };
   });
+}
+
+/**
+ * The same walk over Gateways already in memory (an event's affected
+ * Gateways): sorted into the Deployments' order, one segment per listed
+ * namespace; any outside `where` have no listed Deployment and are read by name.
+ */
+function memorySegments(api: KubeApi, gateways: readonly Gateway[], where: ListScope, count: RequestCount, pageSize: number): Segment[] {
+  // Each Gateway once, in key order.
+  const unique = new Map(gateways.map((gw) => [objectKey(gw.metadata.namespace, gw.metadata.name), gw]));
+  const sorted = [...unique.keys()].sort().map((key) => unique.get(key) as Gateway);
+  if (where === undefined) return [{ gateways: pagesOfArray(sorted, pageSize), deployments: () => deploymentPages(api, undefined, count, pageSize) }];
+  const served = new Set(where);
+  const segments: Segment[] = where.map((namespace) => ({
+    gateways: pagesOfArray(sorted.filter((gw) => (gw.metadata.namespace ?? '') === namespace), pageSize),
+    deployments: () => deploymentPages(api, [namespace], count, pageSize),
+  }));
+  const outside = sorted.filter((gw) => !served.has(gw.metadata.namespace ?? ''));
+  if (outside.length > 0) segments.push({ gateways: pagesOfArray(outside, pageSize), deployments: () => noPages<Deployment>() });
+  return segments;
+}
+
+/**
+ * One resync pass with `options` (resyncPass uses PAGE_SIZE): every Gateway
+ * in the served namespaces is planned, and the GatewayClasses of ours; only
+ * those whose reconcile would write are returned.
+ */
+export async function planResync(api: KubeApi, scope: DispatchScope, deps: PlanningDeps, options: PassOptions = DEFAULT_PASS): Promise<ResyncPass> {
+  const { pageSize } = options;
+  const count: RequestCount = { requests: 0 };
+  const where = listScope(scope);
+  const context = planningContext(deps);
+  const [classes, configurations] = await Promise.all([
+    listAll(api, 'gatewayclasses', undefined, count, pageSize),
+    listAll(api, 'gatewayconfigurations', undefined, count, pageSize),
+  ]);
+  const ours = classes.filter((c) => c.spec.controllerName === scope.controllerName);
+  if (ours.length > 0) count.requests++;
+  const lookups = indexed(classes, configurations);
+  const planning: Planning = { api, classes, inputs: planInputs(api, lookups, where, count, pageSize), context, count };
+  const [crd, drifted] = await Promise.all([
+    ours.length > 0 ? api.getCrdMetadata(GATEWAY_CLASS_CRD) : null,
+    driftedIn(planning, listedSegments(api, where, count, pageSize)),
+  ]);
+  const bundleVersion = crd?.annotations?.[BUNDLE_VERSION_ANNOTATION];
+  const classContext = { controllerName: scope.controllerName, template: deps.template.deployment, now: context.now };
+  const driftedClasses = ours.filter((c) => classDrifts(c, lookups.configurations, bundleVersion, classContext)).map((c) => c.metadata.name).sort();
+  return { targets: drifted.targets, classes: driftedClasses, gateways: drifted.planned, requests: count.requests };
 }
 
 /**
@@ -101,22 +189,8 @@ function targetsOf(gateways: readonly Gateway[], classes: readonly GatewayClass[
  * In sync, that is a handful of lists (one request per 500 objects) and one
  * read of the GatewayClass CRD, whatever the number of Gateways.
  */
-export async function resyncPass(api: KubeApi, scope: DispatchScope, deps: PlanningDeps): Promise<ResyncPass> {
-  const count: RequestCount = { requests: 0 };
-  const where = listScope(scope);
-  const context = planningContext(deps);
-  const [classes, gateways] = await Promise.all([listAll(api, 'gatewayclasses', undefined, count), listAll(api, 'gateways', where, count)]);
-  const ours = classes.filter((c) => c.spec.controllerName === scope.controllerName);
-  const [inputs, crd] = await Promise.all([
-    readInputs(api, gateways, classes, where, count),
-    ours.length > 0 ? api.getCrdMetadata(GATEWAY_CLASS_CRD) : null,
-  ]);
-  if (ours.length > 0) count.requests++;
-  const bundleVersion = crd?.annotations?.[BUNDLE_VERSION_ANNOTATION];
-  const classContext = { controllerName: scope.controllerName, template: deps.template.deployment, now: context.now };
-  const driftedClasses = ours.filter((c) => classDrifts(c, inputs.configurations, bundleVersion, classContext)).map((c) => c.metadata.name).sort();
-  const drifted = await driftedAmong(api, gateways, inputs, where, context, count);
-  return { targets: targetsOf(drifted, classes), classes: driftedClasses, gateways: gateways.length, requests: count.requests };
+export function resyncPass(api: KubeApi, scope: DispatchScope, deps: PlanningDeps): Promise<ResyncPass> {
+  return planResync(api, scope, deps);
 }
 
 /**
@@ -134,9 +208,11 @@ export async function driftedTargets(
   const namespaces = [...new Set(affected.gateways.map((gw) => gw.metadata.namespace ?? ''))];
   // One namespace: lists in it. Several: the served ones, or every namespace.
   const where: ListScope = namespaces.length === 1 ? namespaces : listScope(scope);
-  const classes = affected.classes ?? (await listAll(api, 'gatewayclasses', undefined, count));
-  const context = planningContext(deps);
-  const inputs = await readInputs(api, affected.gateways, classes, where, count);
-  const drifted = await driftedAmong(api, affected.gateways, inputs, where, context, count);
-  return { targets: targetsOf(drifted, classes), requests: count.requests };
+  const [classes, configurations] = await Promise.all([
+    affected.classes ?? listAll(api, 'gatewayclasses', undefined, count),
+    listAll(api, 'gatewayconfigurations', undefined, count),
+  ]);
+  const planning: Planning = { api, classes: [...classes], inputs: planInputs(api, indexed(classes, configurations), where, count), context: planningContext(deps), count };
+  const drifted = await driftedIn(planning, memorySegments(api, affected.gateways, where, count, PAGE_SIZE));
+  return { targets: drifted.targets, requests: count.requests };
 }

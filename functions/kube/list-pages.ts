@@ -31,13 +31,25 @@ export async function forEachPage<T>(
   onPage: (items: T[]) => void | Promise<void>,
   limit = PAGE_SIZE,
 ): Promise<number> {
-  let token: string | undefined;
   let requests = 0;
+  for await (const items of pagesOf(fetchPage, limit)) {
+    requests++;
+    await onPage(items);
+  }
+  return requests;
+}
+
+/**
+ * The pages of a list, one request each, asked for only when the consumer
+ * pulls the next one: two lists can be walked side by side (the resync merges
+ * Gateways with their LB Deployments), and a consumer that has what it needs
+ * stops asking. `fetchPage` counts the requests.
+ */
+export async function* pagesOf<T>(fetchPage: (limit: number, token: string | undefined) => Promise<Page<T>>, limit = PAGE_SIZE): AsyncGenerator<T[], void, undefined> {
+  let token: string | undefined;
   do {
     const page = await fetchPage(limit, token);
-    requests++;
-    await onPage(page.items);
     token = page.continue;
+    yield page.items;
   } while (token !== undefined);
-  return requests;
 }

@@ -2,7 +2,9 @@
 // Builds what the image runs (`npm run build:bundle`):
 // - dist/function.cjs: functions/snapshot-main.ts and everything it imports,
 //   bundled into one CommonJS script (a startup snapshot is built from one
-//   script, and CommonJS only);
+//   script, and CommonJS only), with only the API models the template
+//   decoder reads (model-table.mts) and Node's HTTP modules deferred
+//   (defer-modules.mts);
 // - dist/function.blob: the V8 startup snapshot built from it, with the Node
 //   that runs this script. A blob only starts with the exact Node binary that
 //   built it (the image builds it in its build stage, on the same base image
@@ -23,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { writeBundledPackages } from './bundled-packages.mts';
 import { deferModules } from './defer-modules.mts';
+import { modelTable } from './model-table.mts';
 import { SHIPPED_BLOB, SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from './shipped.mts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -44,7 +47,7 @@ export async function buildShipped(): Promise<void> {
     target: 'node24',
     outfile: SHIPPED_SCRIPT,
     logLevel: 'warning',
-    plugins: [deferModules(root)],
+    plugins: [modelTable(), deferModules(root)],
     // Which packages the bundle holds: their package.json and licences go into the image.
     metafile: true,
   });

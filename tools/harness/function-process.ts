@@ -60,6 +60,12 @@ export interface StartOptions {
   variant?: Variant;
   /** Node options before the entry (e.g. --cpu-prof), for profiling. */
   nodeArgs?: string[];
+  /**
+   * A memory cgroup's directory (cgroup v1) to start the process in, so that
+   * its limit applies from the first page the process touches: the bench's
+   * enforced Service limit (bench/lib/memory-cgroup.ts).
+   */
+  memoryCgroup?: string;
   /** How often /readyz is polled while starting, on fresh connections (default 2 ms: the bench's time to ready is this close). */
   readyPollMs?: number;
   readyTimeoutMs?: number;
@@ -172,7 +178,11 @@ export class FunctionProcess {
       ...opts.env,
     };
     const spawnedAt = performance.now();
-    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...variantArgs(variant)], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const argv = [...(opts.nodeArgs ?? []), ...variantArgs(variant)];
+    // In a cgroup: a shell joins it, then becomes node (same pid), before node allocates anything.
+    const proc = opts.memoryCgroup === undefined
+      ? spawn(process.execPath, argv, { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', opts.memoryCgroup, process.execPath, ...argv], { cwd: repoRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
     const fn = new FunctionProcess(proc, port, variant, spawnedAt);
