@@ -1,4 +1,5 @@
-import { customObjectsApi } from '../../functions/kube/pooled-client.js';
+import { connectionPool } from '../../functions/kube/pooled-client.js';
+import { NO_TELEMETRY } from '../../functions/telemetry/telemetry.js';
 import { ApiException, AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -85,7 +86,7 @@ export async function editConfiguration(c: BenchCluster, namespace: string, name
 /** Creates Gateways with bounded concurrency (the API server is shared with the measurement). */
 export async function createGateways(c: BenchCluster, namespace: string, names: string[], className: string, configName: string, concurrency = 8): Promise<void> {
   // One connection pool: thousands of creates must not each open a TLS connection.
-  const api = customObjectsApi(c.admin, { requestTimeoutMs: 60_000 });
+  const api = new CustomObjectsApi(connectionPool(c.admin, { requestTimeoutMs: 60_000, telemetry: NO_TELEMETRY }).configuration());
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < names.length) {

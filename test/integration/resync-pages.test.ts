@@ -5,7 +5,7 @@ import { driftedTargets, planResync } from '../../functions/dispatch/resync.js';
 import { listAll, type RequestCount } from '../../functions/dispatch/resync-inputs.js';
 import { deploymentKey } from '../../functions/dispatch/resync-merge.js';
 import { byKey, byName, gatewayDrifts, indexRoutes, objectKey } from '../../functions/dispatch/resync-plan.js';
-import { handleEvent, type Handled } from '../../functions/handle-event.js';
+import type { Handled } from '../../functions/handle-event.js';
 import { DEPLOYMENTS } from '../../functions/kube/kube-api.js';
 import { conditionTime } from '../../functions/reconcile/plan/conditions.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
@@ -13,7 +13,7 @@ import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { createConfiguration, createGateway, createRoute, editSpec, type Spec } from '../support/fixtures.js';
-import { handlerDeps } from '../support/handler-deps.js';
+import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
 
 // Issue 32: a resync pass plans a page of Gateways at a time, joined with
@@ -51,7 +51,7 @@ describe('resync page by page', () => {
   const w = useWorld('pages');
   const apps = (): AppsV1Api => adminConfig().makeApiClient(AppsV1Api);
   const pass = (): Promise<Handled> =>
-    handleEvent({ kind: 'ping' }, handlerDeps(w.r().deps, { namespaces: [w.ns()], localConcurrency: 8, budgetMs: 120_000 }), { type: 'dev.knative.sources.ping', id: `pages-${Date.now()}` });
+    invoke({ kind: 'ping' }, handlerDeps(w.r().deps, { namespaces: [w.ns()], localConcurrency: 8 }), { type: 'dev.knative.sources.ping', id: `pages-${Date.now()}` }, { budgetMs: 120_000 });
 
   async function converge(): Promise<void> {
     await waitFor('a resync pass that finds nothing drifted, with every LB Deployment observed', async () => {
