@@ -3,6 +3,7 @@ import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { BadEvent, parseIncoming, type Incoming } from '../events/incoming.js';
 import { PATHS } from '../events/types.js';
 import type { Handled } from './handle-event.js';
+import { applyHttpTimeouts } from './http-timeouts.js';
 import { answerFor, answerForSender } from './kube/retry-policy.js';
 import type { SenderAuthMode, VerifySender } from './sender-auth/sender-auth.js';
 import { NO_TELEMETRY, type Telemetry } from './telemetry/telemetry.js';
@@ -230,9 +231,9 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
       });
     })();
   });
-  // A slow or stuck client must not hold a connection (and the drain) forever.
-  server.requestTimeout = 60000;
-  server.headersTimeout = 15000;
+  // Idle connections outlive queue-proxy's; a slow or stuck client must not
+  // hold a connection (and the drain) forever (http-timeouts.ts).
+  applyHttpTimeouts(server);
 
   return {
     server,
