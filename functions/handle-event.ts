@@ -2,6 +2,7 @@ import type { Incoming } from '../events/incoming.js';
 import { keyText, type GatewayKey } from '../api/gateway-key.js';
 import { targetsForApiEvent, type DispatchScope, type Target } from './dispatch/dispatch.js';
 import { fanOut } from './dispatch/fan-out.js';
+import type { SinkClient } from './dispatch/sink-client.js';
 import { resyncPass } from './dispatch/resync.js';
 import { classifyError, type ClassifiedError } from './kube/classify-error.js';
 import { afterDeadLetter, afterDispatchFailure, afterFanOut, combine, type Delivery, type FanOutOrigin } from './kube/retry-policy.js';
@@ -24,6 +25,8 @@ export interface HandlerDeps {
   scope: DispatchScope;
   /** K_SINK: where fan-out reconcile requests go. Without it, several Gateways are reconciled in-process. */
   sink: string | undefined;
+  /** The sink's TLS trust and CloudEvent extensions (the SinkBinding's K_CA_CERTS, K_CE_OVERRIDES); absent: plain. */
+  sinkClient?: SinkClient;
   /** The OIDC token to present to the sink, read fresh for each fan-out (it is rotated); undefined without OIDC. */
   sinkToken?: () => Promise<string | undefined>;
   /** In-process reconciles at once when there is no sink. */
@@ -76,7 +79,7 @@ async function reconcileMany(keys: Target[], deps: HandlerDeps, cause: { type: s
   if (keys.length === 1 && only) return fromReconcile(only.key, await reconcileOnce(only, deps, deadline));
   if (deps.sink) {
     const token = await deps.sinkToken?.();
-    const r = await fanOut(keys, cause, { sink: deps.sink, handOverBy: handOverBy(deadline, deps.budgetMs), telemetry: deps.telemetry, ...(token ? { token } : {}) });
+    const r = await fanOut(keys, cause, { sink: deps.sink, handOverBy: handOverBy(deadline, deps.budgetMs), telemetry: deps.telemetry, ...(token ? { token } : {}), ...(deps.sinkClient ? { client: deps.sinkClient } : {}) });
     const next = afterFanOut(r.failed.length, r.unsent, origin);
     if (r.failed.length > 0) return { next, outcome: 'fan-out-failed', gateways: keys.length, detail: `${r.failed.length} of ${keys.length} not delivered: ${r.failed[0]?.error}` };
     if (r.unsent > 0) {
