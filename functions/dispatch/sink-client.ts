@@ -39,14 +39,13 @@ export function trustBundles(dir: string): string[] {
 }
 
 /**
- * `caCerts`: K_CA_CERTS; `bundles`: the trust bundles' PEM texts;
- * `connections`: the pool's bound per origin (fan-out's concurrency).
- * Without any extra CA the system's roots alone are trusted, as by any client.
+ * `caCerts`: K_CA_CERTS; `bundles`: the trust bundles' PEM texts. Without
+ * any extra CA the system's roots alone are trusted, as by any client. The
+ * pool needs no bound of its own: fan-out's concurrency is one.
  */
-export function sinkClient(opts: { caCerts?: string; bundles?: string[]; extensions?: Record<string, string>; connections?: number } = {}): SinkClient {
+export function sinkClient(opts: { caCerts?: string; bundles?: string[]; extensions?: Record<string, string> } = {}): SinkClient {
   const extra = [...(opts.bundles ?? []), ...(opts.caCerts ? [opts.caCerts] : [])];
   const agent = new Agent({
-    ...(opts.connections ? { connections: opts.connections } : {}),
     // Node's `ca` replaces its roots: give them back, then add ours.
     ...(extra.length > 0 ? { connect: { ca: [...rootCertificates, ...extra] } } : {}),
   });
