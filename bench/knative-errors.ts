@@ -38,8 +38,9 @@ function normalise(text: string): string {
 /** The error text of one zap JSON log line (or the raw line). */
 function errorOf(line: string): string {
   try {
-    const o = JSON.parse(line) as { error?: unknown; msg?: unknown };
-    return normalise(String(o.error ?? o.msg ?? '')).slice(0, 160);
+    // zap JSON: Eventing logs the text as `msg`, Serving (config-logging's messageKey) as `message`.
+    const o = JSON.parse(line) as { error?: unknown; msg?: unknown; message?: unknown };
+    return normalise(String(o.error ?? o.msg ?? o.message ?? '')).slice(0, 160);
   } catch {
     return normalise(line).slice(0, 160);
   }
