@@ -76,7 +76,7 @@ describe('fan-out to the Broker over TLS (transport encryption, K_CA_CERTS)', ()
     await sharedBy(['a', 'b']);
     const mark = fn.logs.length;
     const proxyMark = eventing().proxy.requests.length;
-    await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'shared', (s) => ({ ...s, horizontalScaling: { replicas: 2, enforceReplicas: true } }));
+    await editSpec(GATEWAY_CONFIGURATIONS, ns(), 'shared', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
     const failures = await waitFor('the configuration event answered 503 twice (delivered again)', () => {
       const f = fn.logs.slice(mark).filter((l) => handled(l) && l.outcome === 'fan-out-failed');
       return f.length >= 2 ? f : undefined;

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -321,7 +321,14 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
     const apiServerPort = Number(new URL(info.server).port);
     const tlsTunnels: Record<string, number> = tls ? { [`${INGRESS_HOST}:443`]: ingressHttpsPort, [`${FILTER_HOST}:443`]: filterHttpsPort } : {};
     proxy = await startClusterDnsProxy({ hosts: { [INGRESS_HOST]: ingressPort, [FILTER_HOST]: filterPort }, fallback: DISPATCHER_PORTS[0], tunnels: { [API_SERVER_HOST]: apiServerPort, ...tlsTunnels } });
-    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url, ...(oidc || tls ? { HTTPS_PROXY: proxy.url, https_proxy: proxy.url } : {}) };
+    // Go's transport does TLS itself on a proxied connection, with the
+    // system's roots, bypassing the dialer Eventing gives a client for an
+    // https address with its CA: through the proxy, the dispatcher would not
+    // trust the filter. So the processes trust the issuer's CA as a system
+    // root (SSL_CERT_FILE), as a cluster-wide trust bundle would have them do.
+    const caFile = tls ? join(mkdtempSync(join(tmpdir(), 'meridio2-eventing-ca-')), 'ca.crt') : undefined;
+    if (tls && caFile) writeFileSync(caFile, tls.caPem);
+    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url, ...(oidc || tls ? { HTTPS_PROXY: proxy.url, https_proxy: proxy.url } : {}), ...(caFile ? { SSL_CERT_FILE: caFile } : {}) };
     const spawnGo = (name: string, bin: string, env: Record<string, string>, args: string[] = []): GoProcess => {
       const p = startGoProcess(name, bin, [kubeconfigArg, ...args], goEnv({ CONTAINER_NAME: name, ...proxyEnv, ...env }));
       started.push(p);
