@@ -340,7 +340,9 @@ describe('scale to zero with the real Knative Serving', () => {
       lastDeliveryToPodGone: (pod?.stoppedAt ?? Number.NaN) - Math.max(resync.at, ...otherDeliveries.map((r) => r.at)),
       deliveriesWhileUp: 1 + otherDeliveries.length,
     };
-  });
+    // Two Pod stops (the one before, this one), each with queue-proxy's 30 s
+    // drain, a minute's schedule and a window: more than jest's default.
+  }, 360_000);
 
   it('a Broker retry during the wake (the first delivery timed out while the Pod started) writes the Deployment once', async () => {
     await scaledToZero();
