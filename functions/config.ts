@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_CONTROLLER_NAME } from '../api/names.js';
@@ -8,6 +9,48 @@ import { DEFAULT_CONTROLLER_NAME } from '../api/names.js';
 
 /** Relative to the working directory (/app in the image). */
 export const DEFAULT_TEMPLATE_PATH = 'infra/templates/lb-deployment.yaml';
+
+/** CloudEvents context attributes: K_CE_OVERRIDES may add extensions, never replace these. */
+const CORE_ATTRIBUTES = new Set(['id', 'source', 'specversion', 'type', 'datacontenttype', 'dataschema', 'subject', 'time', 'data', 'data_base64']);
+
+/**
+ * K_CE_OVERRIDES as a SinkBinding injects it: `{"extensions":{...}}`, or the
+ * empty string when the SinkBinding has no ceOverrides.
+ */
+const CeOverrides = z
+  .string()
+  .default('')
+  .transform((s, ctx) => {
+    if (s.trim() === '') return {};
+    try {
+      return JSON.parse(s) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'not JSON: expected {"extensions":{"name":"value"}}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.object({
+    extensions: z.record(z.string(), z.string()).default({}).superRefine((extensions, ctx) => {
+      for (const name of Object.keys(extensions)) {
+        if (CORE_ATTRIBUTES.has(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'a CloudEvents context attribute (id, source, type, time, ...) is not an extension' });
+        else if (!/^[a-z0-9]{1,20}$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'an extension name is 1 to 20 lowercase letters or digits (CloudEvents)' });
+      }
+    }),
+  }).transform((o) => o.extensions));
+
+/** Each PEM certificate block of a bundle, or a message saying why it is not one. */
+function pemCertificates(bundle: string): { certs: string[] } | { problem: string } {
+  const certs = bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (certs.length === 0) return { problem: 'no PEM certificate (-----BEGIN CERTIFICATE-----) in it' };
+  for (const [i, pem] of certs.entries()) {
+    try {
+      new X509Certificate(pem);
+    } catch (err) {
+      return { problem: `certificate ${i + 1} does not parse: ${err instanceof Error ? err.message : String(err)}` };
+    }
+  }
+  return { certs };
+}
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -20,7 +63,35 @@ const EnvSchema = z.object({
     .string()
     .default('')
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
-  K_SINK: z.url().optional(),
+  K_SINK: z.url({ protocol: /^https?$/ }).optional(),
+  /**
+   * The sink's CA certificates (PEM), which a SinkBinding injects for an
+   * https sink (Eventing's transport-encryption). Trusted for fan-out in
+   * addition to the system's roots and the trust bundles under
+   * TRUST_BUNDLE_DIR, as Knative's own senders do. Never a reason to skip
+   * verification: without it an https sink must have a certificate those
+   * trust.
+   */
+  K_CA_CERTS: z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      if (s === undefined || s.trim() === '') return undefined;
+      const r = pemCertificates(s);
+      if ('problem' in r) {
+        ctx.addIssue({ code: 'custom', message: `not a PEM CA bundle: ${r.problem}` });
+        return z.NEVER;
+      }
+      return r.certs.join('\n');
+    }),
+  /** CloudEvent extensions a SinkBinding asks for (spec.ceOverrides), added to every reconcile request. */
+  K_CE_OVERRIDES: CeOverrides,
+  /**
+   * Where a SinkBinding mounts Eventing's trust bundles (ConfigMaps labelled
+   * networking.knative.dev/trust-bundle): every PEM file under it is trusted
+   * for fan-out too. Absent is fine.
+   */
+  TRUST_BUNDLE_DIR: z.string().min(1).default('/knative-custom-certs'),
   /**
    * Where the SinkBinding mounts the function's OIDC token for the Broker
    * when Eventing's authentication-oidc is on. Presented on fan-out when the

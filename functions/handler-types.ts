@@ -1,4 +1,5 @@
 import type { Coalescer } from './coalescer.js';
+import type { SinkClient } from './dispatch/sink-client.js';
 import type { Delivery } from './kube/retry-policy.js';
 import type { KubeApi } from './kube/kube-api.js';
 import type { ReconcileDeps, ReconcileResult } from './reconcile/reconcile.js';
@@ -22,6 +23,8 @@ export interface HandlerDeps {
   namespaces: string[];
   /** K_SINK: where fan-out reconcile requests go. Without it, several Gateways are reconciled in-process. */
   sink: string | undefined;
+  /** The sink's TLS trust and CloudEvent extensions (the SinkBinding's K_CA_CERTS, K_CE_OVERRIDES); absent: plain. */
+  sinkClient?: SinkClient;
   /** The OIDC token to present to the sink, read fresh for each fan-out (it is rotated); undefined without OIDC. */
   sinkToken?: () => Promise<string | undefined>;
   /** In-process reconciles at once when there is no sink. */

@@ -59,7 +59,7 @@ export async function reconcileTargets(targets: Target[], invocation: Invocation
   if (targets.length === 1 && only) return reconcileTarget(only, caller, deps);
   if (deps.sink) {
     const token = await deps.sinkToken?.();
-    const r = await fanOut(targets, { ...invocation.cause }, { sink: deps.sink, handOverBy: handOverBy(invocation), telemetry: invocation.telemetry, ...(token ? { token } : {}) });
+    const r = await fanOut(targets, { ...invocation.cause }, { sink: deps.sink, handOverBy: handOverBy(invocation), telemetry: invocation.telemetry, ...(token ? { token } : {}), ...(deps.sinkClient ? { client: deps.sinkClient } : {}) });
     const next = afterFanOut(r.failed.length, r.unsent, origin);
     if (r.failed.length > 0) return { next, outcome: 'fan-out-failed', gateways: targets.length, detail: `${r.failed.length} of ${targets.length} not delivered: ${r.failed[0]?.error}` };
     if (r.unsent > 0) {

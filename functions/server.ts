@@ -5,6 +5,7 @@ import { PATHS } from '../events/types.js';
 import type { Handled } from './handler-types.js';
 import { startInvocation, type Invocation } from './invocation.js';
 import { answerFor, senderDecision } from './kube/retry-policy.js';
+import { applyHttpTimeouts } from './http-timeouts.js';
 import type { SenderAuthMode, VerifySender } from './sender-auth/sender-auth.js';
 import type { Telemetry } from './telemetry/telemetry.js';
 
@@ -238,9 +239,9 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
       });
     })();
   });
-  // A slow or stuck client must not hold a connection (and the drain) forever.
-  server.requestTimeout = 60000;
-  server.headersTimeout = 15000;
+  // Idle connections outlive queue-proxy's; a slow or stuck client must not
+  // hold a connection (and the drain) forever (http-timeouts.ts).
+  applyHttpTimeouts(server);
 
   return {
     server,

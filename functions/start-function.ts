@@ -2,6 +2,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from './config.js';
 import { handleEvent } from './handle-event.js';
 import { reconcileCoalescer } from './reconcile-targets.js';
+import { sinkClient, trustBundles } from './dispatch/sink-client.js';
 import { kubeApi } from './kube/kube-api.js';
 import { loadTemplate, type PreparedTemplate } from './reconcile/template.js';
 import { createFunctionServer, type FunctionServer } from './server.js';
@@ -41,6 +42,9 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
   // One connection pool for every API request of the process.
   const pool = connectionPool(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS, telemetry });
+  // One pool to the sink for the process, trusting what the SinkBinding says to.
+  const bundles = config.K_SINK?.startsWith('https:') ? trustBundles(config.TRUST_BUNDLE_DIR) : [];
+  const sink = config.K_SINK ? sinkClient({ ...(config.K_CA_CERTS ? { caCerts: config.K_CA_CERTS } : {}), bundles, extensions: config.K_CE_OVERRIDES }) : undefined;
   const deps = {
     reconcile: {
       api: kubeApi(kc, { pool }),
@@ -51,10 +55,12 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     },
     namespaces: config.WATCH_NAMESPACES,
     sink: config.K_SINK,
+    ...(sink ? { sinkClient: sink } : {}),
     sinkToken: () => readSinkToken(config.SINK_OIDC_TOKEN_FILE),
     coalescer: reconcileCoalescer(),
   };
   if (!config.K_SINK) log.warn({}, 'K_SINK is not set: events that affect several Gateways are reconciled in this process instead of fanned out');
+  else if (config.K_SINK.startsWith('https:') && !config.K_CA_CERTS && bundles.length === 0) log.warn({ sink: config.K_SINK }, 'K_SINK is https without K_CA_CERTS or a trust bundle: the sink\'s certificate must be trusted by the system\'s roots');
   const senderAuth = config.SENDER_AUTH === 'off' ? undefined : { mode: config.SENDER_AUTH, verify: verifierFor(config, pool) };
   const fn = createFunctionServer({
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
@@ -72,11 +78,12 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   // Since the process started: what a cold start costs an event (bench P1).
   telemetry.ready(performance.now());
-  log.info({ version: VERSION, port, telemetry: telemetry.enabled, senderAuth: config.SENDER_AUTH, ...(senderAuth ? { audience: config.SENDER_AUTH_AUDIENCE, allowedSenders: config.SENDER_AUTH_ALLOWED } : {}), controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES }, 'listening');
+  log.info({ version: VERSION, port, telemetry: telemetry.enabled, senderAuth: config.SENDER_AUTH, ...(senderAuth ? { audience: config.SENDER_AUTH_AUDIENCE, allowedSenders: config.SENDER_AUTH_ALLOWED } : {}), controllerName: config.CONTROLLER_NAME, templateHash: template.hash, namespaces: config.WATCH_NAMESPACES, ...(config.K_SINK ? { sink: config.K_SINK, sinkCaCerts: config.K_CA_CERTS !== undefined, trustBundles: bundles.length, ceOverrides: Object.keys(config.K_CE_OVERRIDES) } : {}) }, 'listening');
   const stop = async (drainMs: number): Promise<void> => {
     const started = performance.now();
     const inFlight = fn.inFlight();
     await fn.drain(drainMs);
+    await sink?.close();
     const drained = performance.now();
     // What the drained invocations recorded is exported before the exit: a
     // Pod scaled to zero must not lose its last export interval.

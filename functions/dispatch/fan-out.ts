@@ -1,9 +1,10 @@
-import { HTTP } from 'cloudevents';
+import { HTTP, type CloudEvent } from 'cloudevents';
 import type { ReconcileData } from '../../events/incoming.js';
 import { keyText, type GatewayKey } from '../../api/gateway-key.js';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { sinkRefusalRetriable } from '../kube/retry-policy.js';
 import type { Target } from './target.js';
+import { describeSendError, type SinkClient } from './sink-client.js';
 import type { Telemetry, TraceHeaders } from '../telemetry/telemetry.js';
 
 // One reconcile request per Gateway, posted to K_SINK (the Broker in a
@@ -29,6 +30,8 @@ export interface FanOutOptions {
    * handed over by then is counted in `unsent`, not attempted.
    */
   handOverBy?: number;
+  /** The SinkBinding's TLS trust and CloudEvent extensions (sink-client.ts); absent: plain fetch, no extensions. */
+  client?: SinkClient;
   /** The fan-out's size, a span per request, and its trace context on the event (NO_TELEMETRY for none). */
   telemetry: Telemetry;
 }
@@ -40,29 +43,48 @@ export interface FanOutResult {
   unsent: number;
 }
 
-async function postOnce(sink: string, { key, hint }: Target, cause: ReconcileData['cause'], timeoutMs: number, token: string | undefined, trace: TraceHeaders): Promise<{ ok: boolean; retriable: boolean; error: string }> {
-  // The request's trace context twice: as the HTTP header, for the Broker's
-  // ingress to continue, and as the CloudEvent's distributed-tracing
-  // extension, which travels with the event to the reconcile it asks for.
+/**
+ * A target's reconcile request, built once: every attempt sends the same
+ * event (id, source, time, extensions), so that a consumer deduplicating on
+ * source + id recognises a retry after an ambiguous failure (a timeout after
+ * the ingress took it). The CloudEvent's traceparent extension is the first
+ * attempt's (the extension must not change once the event exists); each
+ * attempt's own trace context goes in the traceparent header only.
+ */
+export function targetEvent({ key, hint }: Target, cause: ReconcileData['cause'], extensions: Readonly<Record<string, string>>, trace: TraceHeaders): CloudEvent<ReconcileData> {
   const event = reconcileEvent(key, cause, hint);
-  const message = HTTP.binary(trace.traceparent ? event.cloneWith({ traceparent: trace.traceparent, ...(trace.tracestate ? { tracestate: trace.tracestate } : {}) }) : event);
+  const traced = trace.traceparent ? { traceparent: trace.traceparent, ...(trace.tracestate ? { tracestate: trace.tracestate } : {}) } : {};
+  return Object.keys(extensions).length > 0 || trace.traceparent ? event.cloneWith({ ...extensions, ...traced }) : event;
+}
+
+async function postOnce(sink: string, client: SinkClient, event: CloudEvent<ReconcileData>, timeoutMs: number, token: string | undefined, trace: TraceHeaders): Promise<{ ok: boolean; retriable: boolean; error: string }> {
+  const message = HTTP.binary(event);
   try {
-    const res = await fetch(sink, {
-      method: 'POST',
+    const { status } = await client.post(sink, {
       headers: { ...(message.headers as Record<string, string>), ...trace, ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: message.body as string,
       signal: AbortSignal.timeout(timeoutMs),
     });
-    await res.arrayBuffer();
-    if (res.ok) return { ok: true, retriable: false, error: '' };
-    return { ok: false, retriable: sinkRefusalRetriable(res.status), error: `HTTP ${res.status} from ${sink}` };
+    if (status >= 200 && status < 300) return { ok: true, retriable: false, error: '' };
+    return { ok: false, retriable: sinkRefusalRetriable(status), error: `HTTP ${status} from ${sink}` };
   } catch (err) {
-    return { ok: false, retriable: sinkRefusalRetriable(undefined), error: err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err) };
+    return { ok: false, retriable: sinkRefusalRetriable(undefined), error: describeSendError(err, sink) };
   }
 }
 
+/** Plain fetch through the process's default pool: no extra CA, no extensions (tests, and a sink over http). */
+const PLAIN_CLIENT: SinkClient = {
+  extensions: {},
+  post: async (url, init) => {
+    const res = await fetch(url, { method: 'POST', ...init });
+    await res.arrayBuffer();
+    return { status: res.status };
+  },
+  close: async () => undefined,
+};
+
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, telemetry } = opts;
+  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, client = PLAIN_CLIENT, telemetry } = opts;
   const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
   telemetry.fanOut(targets.length);
   let next = 0;
@@ -70,9 +92,13 @@ export async function fanOut(targets: Target[], cause: ReconcileData['cause'], o
   const worker = async (): Promise<void> => {
     while (next < targets.length && inTime()) {
       const target = targets[next++] as Target;
+      let event: CloudEvent<ReconcileData> | undefined;
       for (let attempt = 0; ; attempt++) {
         if (attempt > 0) telemetry.fanOutRetry();
-        const r = await telemetry.fanOutRequest(keyText(target.key), (trace) => postOnce(sink, target, cause, timeoutMs, token, trace));
+        const r = await telemetry.fanOutRequest(keyText(target.key), (trace) => {
+          event ??= targetEvent(target, cause, client.extensions, trace);
+          return postOnce(sink, client, event, timeoutMs, token, trace);
+        });
         if (r.ok) {
           result.sent++;
           break;

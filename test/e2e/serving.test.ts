@@ -329,13 +329,20 @@ describe('scale to zero with the real Knative Serving', () => {
     const pod = plane().pods[podsBefore];
     await waitFor('the pinged Pod gone', () => (pod?.stoppedAt !== undefined ? true : undefined), { timeoutMs: 180000, intervalMs: 250 });
     expect(pod?.fn.alive()).toBe(false);
+    // Stopped as a kubelet stops it: the preStop hook saw queue-proxy's
+    // drain through, then the function drained nothing left in flight.
+    expect(pod?.preStop).toBe(200);
+    expect(pod?.queue.output()).toContain('Attached drain handler from user-container');
+    expect(pod?.fn.output()).toMatch(/"msg":"stopped"/);
     const otherDeliveries = eventing?.proxy.requests.slice(mark).filter((r) => r.host.startsWith(`${SERVICE}.${ns}.`) && r.at >= (pod?.startedAt ?? 0) && r.ceId !== resync.ceId) ?? [];
     results.ping = {
       podLifetime: (pod?.stoppedAt ?? Number.NaN) - (pod?.startedAt ?? Number.NaN),
       lastDeliveryToPodGone: (pod?.stoppedAt ?? Number.NaN) - Math.max(resync.at, ...otherDeliveries.map((r) => r.at)),
       deliveriesWhileUp: 1 + otherDeliveries.length,
     };
-  });
+    // Two Pod stops (the one before, this one), each with queue-proxy's 30 s
+    // drain, a minute's schedule and a window: more than jest's default.
+  }, 360_000);
 
   it('a Broker retry during the wake (the first delivery timed out while the Pod started) writes the Deployment once', async () => {
     await scaledToZero();

@@ -27,6 +27,8 @@ describe('function startup', () => {
     ['K_SINK', { K_SINK: 'not a url' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['BODY_LIMIT_BYTES', { BODY_LIMIT_BYTES: '-1' }],
+    ['K_CA_CERTS', { K_CA_CERTS: 'not a certificate' }],
+    ['K_CE_OVERRIDES', { K_CE_OVERRIDES: '{"extensions":{"id":"x"}}' }],
   ])('stops with exit code 1 and names %s when it is invalid', async (name, env) => {
     const { code, stderr } = await runMain(env);
     expect(code).toBe(1);

@@ -86,7 +86,8 @@ export async function renderEventWiring(dir: string): Promise<Obj[]> {
 
 const apply = (obj: Obj): Promise<void> => applyManifest(objectManifest(obj as unknown as Record<string, unknown>));
 
-const AddressedSchema = z.object({ status: z.object({ address: z.object({ url: z.string().url(), audience: z.string().optional() }) }) });
+const AddressSchema = z.object({ name: z.string().optional(), url: z.string().url(), audience: z.string().optional(), CACerts: z.string().optional() });
+const AddressedSchema = z.object({ status: z.object({ address: AddressSchema, addresses: z.array(AddressSchema).optional() }) });
 const SubscriberSchema = z.object({ status: z.object({ subscriberUri: z.string().url() }) });
 
 export interface EventWiring {
@@ -95,6 +96,12 @@ export interface EventWiring {
   brokerUrl: string;
   /** The Broker's status.address.audience: set only with Eventing's OIDC on. */
   brokerAudience?: string;
+  /**
+   * The Broker's https address and its CA (status.addresses, name https):
+   * set only with Eventing's transport encryption on. What a SinkBinding
+   * injects as K_SINK and K_CA_CERTS under strict transport encryption.
+   */
+  brokerHttps?: { url: string; caCerts: string };
 }
 
 /**
@@ -107,7 +114,7 @@ export interface EventWiring {
  * ContainerSource (gateway-watch) is returned, not applied: Eventing's
  * ContainerSource reconciler is not run, its adapter runs as a process.
  */
-export async function installEventWiring(ns: string, dir: string, functionUrl: string | null, opts: { oidc?: boolean; afterApply?: (wiring: EventWiring) => Promise<void> } = {}): Promise<EventWiring> {
+export async function installEventWiring(ns: string, dir: string, functionUrl: string | null, opts: { oidc?: boolean; transportEncryption?: boolean; afterApply?: (wiring: EventWiring) => Promise<void> } = {}): Promise<EventWiring> {
   const rendered = (await renderEventWiring(dir)).filter((o) => opts.oidc || !OIDC_ONLY.has(o.kind));
   const objects = rendered.map((o) => applyWebhookDefaults({ ...o, metadata: { ...o.metadata, namespace: ns } }, ns));
   const service = objects.find((o) => o.kind === 'Service');
@@ -129,13 +136,17 @@ export async function installEventWiring(ns: string, dir: string, functionUrl: s
   const brokerAddress = await waitFor(`Broker ${ns}/${broker.metadata.name} status.address`, async () => {
     const b = await api.getNamespacedCustomObject({ group: 'eventing.knative.dev', version: 'v1', namespace: ns, plural: 'brokers', name: broker.metadata.name });
     const r = AddressedSchema.safeParse(b);
-    return r.success ? r.data.status.address : undefined;
+    if (!r.success) return undefined;
+    const https = r.data.status.addresses?.find((a) => a.url.startsWith('https:'));
+    // With transport encryption the https address comes with the http one.
+    if (opts.transportEncryption && !https?.CACerts) return undefined;
+    return { ...r.data.status.address, ...(https?.CACerts ? { https: { url: https.url, caCerts: https.CACerts } } : {}) };
   }, { timeoutMs: 90000, intervalMs: 250 });
   // The sources once their sink has an address: a PingSource reconciled
   // before that stays SinkNotFound here (seen with these reconcilers: the
   // Broker's later address did not bring it back).
   for (const o of objects.filter(isSource)) await apply(o);
-  const wiring: EventWiring = { objects, brokerUrl: brokerAddress.url, ...(brokerAddress.audience ? { brokerAudience: brokerAddress.audience } : {}) };
+  const wiring: EventWiring = { objects, brokerUrl: brokerAddress.url, ...(brokerAddress.audience ? { brokerAudience: brokerAddress.audience } : {}), ...(brokerAddress.https ? { brokerHttps: brokerAddress.https } : {}) };
   // What reconcilers not run here would report for the applied objects
   // (with OIDC, the sources' identities): the Broker, and so its Triggers,
   // may wait for it.

@@ -13,6 +13,7 @@ import { installEventWiring, type EventWiring } from './broker-install.js';
 import { adminConfig } from './cluster.js';
 import { deleteAfterTest } from './cluster-scoped.js';
 import { startEventing, type EventingPlane } from './eventing.js';
+import type { Issuer } from './cert-issuer.js';
 import { LB_AVAILABLE, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from './fixtures.js';
 import { pluralOf } from './install.js';
 import { childName, oidcServiceAccountName } from './knative-names.js';
@@ -146,12 +147,33 @@ async function sinkBindingToken(ns: string, wiring: EventWiring): Promise<string
   return file;
 }
 
+export interface StartPathOptions {
+  /** Start the ApiServerSource receive adapter (default true). */
+  adapter?: boolean;
+  /** With transport encryption: K_CA_CERTS other than the Broker's CA (a wrong one, for a test of that). */
+  caCerts?: string;
+}
+
+/**
+ * What the SinkBinding injects: the Broker's address as K_SINK, with its
+ * cluster host name resolved to a local listener (cluster-dns-proxy.ts);
+ * with transport encryption, its https address and CA (K_CA_CERTS), the
+ * host resolved to the ingress's HTTPS listener.
+ */
+async function sinkBindingEnv(plane: EventingPlane, wiring: EventWiring, caCerts: string | undefined): Promise<{ sink: string; env: Record<string, string> }> {
+  if (!plane.ingressHttps) return { sink: await plane.proxy.localAddress(wiring.brokerUrl), env: {} };
+  if (!wiring.brokerHttps) throw new Error('transport encryption is on but the Broker has no https address');
+  const url = new URL(wiring.brokerHttps.url);
+  url.host = `127.0.0.1:${plane.ingressHttps.port}`;
+  return { sink: url.toString(), env: { K_CA_CERTS: caCerts ?? wiring.brokerHttps.caCerts } };
+}
+
 /**
  * The function (K_SINK = the Broker) and the shipped wiring from `dir`; the
  * source adapter unless `adapter: false`, with its events seen reaching the
  * function before this returns.
  */
-export async function startEventPath(plane: EventingPlane, ns: string, dir: string, opts: { adapter?: boolean } = {}): Promise<EventPath> {
+export async function startEventPath(plane: EventingPlane, ns: string, dir: string, opts: StartPathOptions = {}): Promise<EventPath> {
   const controller = await controllerIdentity(ns);
   const cls = `meridio-${ns}`;
   await createClass(cls);
@@ -167,17 +189,18 @@ export async function startEventPath(plane: EventingPlane, ns: string, dir: stri
     const afterApply = async (w: EventWiring): Promise<void> => {
       adapterEnv = await sourceIdentities(ns, w);
     };
-    const wiring = await installEventWiring(ns, dir, front.url, { oidc: plane.oidc, ...(plane.oidc ? { afterApply } : {}) });
+    const wiring = await installEventWiring(ns, dir, front.url, { oidc: plane.oidc, transportEncryption: plane.ingressHttps !== undefined, ...(plane.oidc ? { afterApply } : {}) });
     const identities = plane.oidc ? await triggerIdentities(ns, wiring) : new Map<string, string>();
     if (plane.oidc) await brokerPolicyApplied(ns, wiring);
+    const binding = await sinkBindingEnv(plane, wiring, opts.caCerts);
     const fnOptions: StartOptions = {
       kubeconfig: controller.kubeconfig,
       namespaces: [ns],
-      // What the SinkBinding injects, the Broker's address, with its
-      // cluster host name resolved to a local listener (cluster-dns-proxy.ts).
-      sink: await plane.proxy.localAddress(wiring.brokerUrl),
+      sink: binding.sink,
+      env: binding.env,
       ...(plane.oidc ? {
         env: {
+          ...binding.env,
           SENDER_AUTH: 'required',
           SENDER_AUTH_AUDIENCE: FUNCTION_AUDIENCE,
           SENDER_AUTH_ALLOWED: [...identities.values()].map((sa) => `${ns}/${sa}`).join(','),
@@ -283,13 +306,13 @@ export interface EventPaths {
   /** The data plane of this test file. */
   eventing(): EventingPlane;
   /** startEventPath on it, in `ns`; stopped after the test. */
-  start(ns: string, dir: string, opts?: { adapter?: boolean }): Promise<EventPath>;
+  start(ns: string, dir: string, opts?: StartPathOptions): Promise<EventPath>;
   /** The current test's path. */
   current(): EventPath;
 }
 
 /** Starts the data plane for the test file (beforeAll; stopped in afterAll) and stops each test's event path after it. */
-export function useEventPaths(opts: { oidc?: boolean } = {}): EventPaths {
+export function useEventPaths(opts: { oidc?: boolean; tls?: Issuer } = {}): EventPaths {
   let plane: EventingPlane | undefined;
   let path: EventPath | undefined;
   beforeAll(async () => {

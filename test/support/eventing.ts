@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { ensureKnativeAssets, type KnativeAssets } from '../../tools/knative/bui
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startClusterDnsProxy, type ClusterDnsProxy } from './cluster-dns-proxy.js';
+import type { Issuer } from './cert-issuer.js';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { adminConfig, clusterInfo } from './cluster.js';
 import { startGoProcess, tail, type GoProcess } from './go-process.js';
@@ -35,6 +36,19 @@ import { applyManifest, ensureKnativeCrds, localEndpointSlice, manifestsOf, obje
 // and the verifiers trust it through the kubeconfig's CA, as a Pod would
 // through its mounted service-account CA.
 
+//
+// With `tls` (a cert-manager stand-in, cert-issuer.ts), Eventing's
+// transport-encryption feature is `permissive`: the ingress, the filter and
+// the dispatcher serve HTTPS too, with the serving certificates the issuer
+// wrote into the Secrets Eventing reads (mt-broker-ingress-server-tls,
+// mt-broker-filter-server-tls, imc-dispatcher-server-tls: tls.crt, tls.key,
+// ca.crt, as cert-manager's Certificates would), and the Broker and its
+// channel gain an https address with that CA. The channel then delivers to
+// the filter over https (a CONNECT tunnel through the proxy, so TLS is
+// end to end). The ingress's certificate names 127.0.0.1 besides its cluster
+// names: the function reaches it at `ingressHttps` (what the name would
+// resolve to in a cluster), and undici checks the name it dialled.
+
 export const SYSTEM_NAMESPACE = 'knative-eventing';
 const INGRESS_HOST = `broker-ingress.${SYSTEM_NAMESPACE}.svc.cluster.local`;
 const FILTER_HOST = `broker-filter.${SYSTEM_NAMESPACE}.svc.cluster.local`;
@@ -56,6 +70,8 @@ export interface EventingPlane {
   proxyEnv: Record<string, string>;
   /** Whether Eventing's authentication-oidc feature is on. */
   oidc: boolean;
+  /** With transport encryption: the ingress's HTTPS listener on loopback, and the CA of its certificate. */
+  ingressHttps?: { port: number; caPem: string };
   /** The PingSource adapter; one at a time. */
   startPing(): Promise<GoProcess>;
   /** Stops the PingSource adapter, if it runs. */
@@ -131,7 +147,7 @@ function accepts(port: number): Promise<boolean> {
  * Deployments, Services and EndpointSlices would report in a cluster.
  * Idempotent: every test file may call it on the shared control plane.
  */
-async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boolean; observability: Record<string, string> }): Promise<void> {
+async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boolean; transportEncryption: boolean; observability: Record<string, string> }): Promise<void> {
   await ensureKnativeCrds();
   for (const f of readdirSync(assets.imcCrds).filter((x) => x.endsWith('.yaml'))) for (const m of manifestsOf(join(assets.imcCrds, f))) await applyManifest(m);
   await applyManifest(objectManifest({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE } }));
@@ -146,7 +162,7 @@ async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boole
       } else if (m.object.metadata.name === 'config-features') {
         // Always written, so that a run without OIDC after one with it
         // (the control plane is shared by every test file) has it off again.
-        await applyManifest(objectManifest({ ...m.object, data: { ...data, 'authentication-oidc': opts.oidc ? 'enabled' : 'disabled' } }));
+        await applyManifest(objectManifest({ ...m.object, data: { ...data, 'authentication-oidc': opts.oidc ? 'enabled' : 'disabled', 'transport-encryption': opts.transportEncryption ? 'permissive' : 'disabled' } }));
       } else if (m.object.metadata.name === 'config-observability') {
         // Read once when each data-plane process starts; the shipped data
         // (an example only) again for a plane started without any.
@@ -186,6 +202,24 @@ async function installEventingObjects(assets: KnativeAssets, opts: { oidc: boole
     }
     return true;
   }, { timeoutMs: 60000, intervalMs: 250 });
+}
+
+/**
+ * What cert-manager would write for Eventing's transport encryption: one
+ * serving certificate per data-plane server, in the Secret that server (and
+ * the reconciler publishing its CA) reads.
+ */
+async function issueServingCertificates(issuer: Issuer): Promise<void> {
+  const names = (host: string): string[] => [host, host.replace(/\.cluster\.local$/, '')];
+  const secrets: [string, string[], string[]][] = [
+    ['mt-broker-ingress-server-tls', names(INGRESS_HOST), ['127.0.0.1']],
+    ['mt-broker-filter-server-tls', names(FILTER_HOST), []],
+    // The channels' names: one wildcard per namespace is not possible, so the
+    // dispatcher's is for its own Service (the https channel address is not
+    // used in permissive mode; the reconciler only publishes its CA).
+    ['imc-dispatcher-server-tls', names(`imc-dispatcher.${SYSTEM_NAMESPACE}.svc.cluster.local`), []],
+  ];
+  for (const [name, dns, ips] of secrets) await applyManifest(objectManifest(issuer.tlsSecret(name, SYSTEM_NAMESPACE, issuer.issue(dns, ips))));
 }
 
 function deployment(name: string, container: string, replicas: number, strategy?: Record<string, unknown>): Record<string, unknown> {
@@ -244,8 +278,9 @@ function goEnv(extra: Record<string, string>): Record<string, string> {
  * keys of Knative's config-observability (tracing-protocol, tracing-endpoint,
  * ...) the processes start with.
  */
-export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boolean; observability?: Record<string, string> } = {}): Promise<EventingPlane> {
+export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boolean; tls?: Issuer; observability?: Record<string, string> } = {}): Promise<EventingPlane> {
   const oidc = opts.oidc ?? false;
+  const tls = opts.tls;
   const assets = await ensureKnativeAssets();
   const info = clusterInfo();
   // In argv, so the control plane's leftover check (processes naming the
@@ -270,7 +305,8 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
     }
   };
   try {
-    await installEventingObjects(assets, { oidc, observability: opts.observability ?? {} });
+    await installEventingObjects(assets, { oidc, transportEncryption: tls !== undefined, observability: opts.observability ?? {} });
+    if (tls) await issueServingCertificates(tls);
     release = await takeDispatcherLock(opts.lockTimeoutMs ?? 20 * 60 * 1000);
     // The dispatcher only logs a failed bind and carries on, dead. Other
     // Knative adapters (the ApiServerSource adapter of another test run, say)
@@ -280,9 +316,19 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
     }
     const ingressPort = await freePort();
     const filterPort = await freePort();
+    const ingressHttpsPort = await freePort();
+    const filterHttpsPort = await freePort();
     const apiServerPort = Number(new URL(info.server).port);
-    proxy = await startClusterDnsProxy({ hosts: { [INGRESS_HOST]: ingressPort, [FILTER_HOST]: filterPort }, fallback: DISPATCHER_PORTS[0], tunnels: { [API_SERVER_HOST]: apiServerPort } });
-    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url, ...(oidc ? { HTTPS_PROXY: proxy.url, https_proxy: proxy.url } : {}) };
+    const tlsTunnels: Record<string, number> = tls ? { [`${INGRESS_HOST}:443`]: ingressHttpsPort, [`${FILTER_HOST}:443`]: filterHttpsPort } : {};
+    proxy = await startClusterDnsProxy({ hosts: { [INGRESS_HOST]: ingressPort, [FILTER_HOST]: filterPort }, fallback: DISPATCHER_PORTS[0], tunnels: { [API_SERVER_HOST]: apiServerPort, ...tlsTunnels } });
+    // Go's transport does TLS itself on a proxied connection, with the
+    // system's roots, bypassing the dialer Eventing gives a client for an
+    // https address with its CA: through the proxy, the dispatcher would not
+    // trust the filter. So the processes trust the issuer's CA as a system
+    // root (SSL_CERT_FILE), as a cluster-wide trust bundle would have them do.
+    const caFile = tls ? join(mkdtempSync(join(tmpdir(), 'meridio2-eventing-ca-')), 'ca.crt') : undefined;
+    if (tls && caFile) writeFileSync(caFile, tls.caPem);
+    const proxyEnv = { HTTP_PROXY: proxy.url, http_proxy: proxy.url, ...(oidc || tls ? { HTTPS_PROXY: proxy.url, https_proxy: proxy.url } : {}), ...(caFile ? { SSL_CERT_FILE: caFile } : {}) };
     const spawnGo = (name: string, bin: string, env: Record<string, string>, args: string[] = []): GoProcess => {
       const p = startGoProcess(name, bin, [kubeconfigArg, ...args], goEnv({ CONTAINER_NAME: name, ...proxyEnv, ...env }));
       started.push(p);
@@ -291,8 +337,8 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
     // No NAMESPACE for the dispatcher: with it, it serves only the
     // namespace-scoped channels of that namespace.
     const dispatcher = spawnGo('imc-dispatcher', assets.eventing.dispatcher, { MAX_IDLE_CONNS: '1000', MAX_IDLE_CONNS_PER_HOST: '100' });
-    const ingress = spawnGo('broker-ingress', assets.eventing.ingress, { INGRESS_PORT: String(ingressPort), INGRESS_PORT_HTTPS: String(await freePort()) });
-    const filter = spawnGo('broker-filter', assets.eventing.filter, { NAMESPACE: SYSTEM_NAMESPACE, FILTER_PORT: String(filterPort), FILTER_PORT_HTTPS: String(await freePort()) });
+    const ingress = spawnGo('broker-ingress', assets.eventing.ingress, { INGRESS_PORT: String(ingressPort), INGRESS_PORT_HTTPS: String(ingressHttpsPort) });
+    const filter = spawnGo('broker-filter', assets.eventing.filter, { NAMESPACE: SYSTEM_NAMESPACE, FILTER_PORT: String(filterPort), FILTER_PORT_HTTPS: String(filterHttpsPort) });
     const controllers = spawnGo('eventing-controllers', assets.eventing.controllers, {
       // Read by the reconcilers at start; nothing here runs these images.
       DISPATCHER_IMAGE: 'local/imc-dispatcher',
@@ -301,7 +347,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
       WEBHOOK_NAME: 'eventing-webhook',
       WEBHOOK_PORT: '8443',
     }, ['--disable-ha']);
-    for (const [p, port] of [[dispatcher, DISPATCHER_PORTS[0]], [ingress, ingressPort], [filter, filterPort]] as const) {
+    for (const [p, port] of [[dispatcher, DISPATCHER_PORTS[0]], [ingress, ingressPort], [filter, filterPort], ...(tls ? [[ingress, ingressHttpsPort], [filter, filterHttpsPort]] as const : [])] as const) {
       await waitFor(`${p.name} to listen on ${port}`, async () => {
         if (!p.alive()) throw new Error(`${p.name} exited: ${tail(p)}`);
         return (await accepts(port as number)) ? true : undefined;
@@ -316,6 +362,7 @@ export async function startEventing(opts: { lockTimeoutMs?: number; oidc?: boole
       controllers,
       proxyEnv,
       oidc,
+      ...(tls ? { ingressHttps: { port: ingressHttpsPort, caPem: tls.caPem } } : {}),
       startPing: async () => {
         if (ping?.alive()) throw new Error('the PingSource adapter is already running');
         ping = startGoProcess('pingsource-mt-adapter', assets.eventing.mtping, [kubeconfigArg], goEnv({

@@ -32,7 +32,9 @@ import { GATEWAY, relayToLoopback, startPodSandbox, writeHostsFile, type PodSand
 // Stand-ins, for what a cluster's network and kubelet provide (docs/testing.md,
 // "Knative Serving in the tests"):
 //   - the process kubelet: starts a Revision Pod's containers as processes
-//     once KWOK reports the Pod running, stops them when the Pod goes away;
+//     once KWOK reports the Pod running, stops them when the Pod goes away
+//     in a kubelet's order (queue-proxy drains first: the user container's
+//     preStop hook waits for it; then the function gets SIGTERM);
 //   - the KIngress status writer: marks every KIngress Ready with its
 //     observedGeneration and load balancers, as an ingress (all of them
 //     Envoy-based) would once Envoy is programmed; with the cluster DNS
@@ -47,14 +49,23 @@ const ACTIVATOR_IP = '10.245.0.3';
 const ACTIVATOR_PORT = 8012;
 const AUTOSCALER_HOST = `autoscaler.${SERVING_NAMESPACE}.svc.cluster.local`;
 const REVISION_LABEL = 'serving.knative.dev/revision';
+/** queue-proxy's admin port and drain endpoint: the user container's preStop hook (networking.QueueAdminPort, queue.RequestQueueDrainPath). */
+const QUEUE_ADMIN_PORT = 8022;
+const QUEUE_DRAIN_PATH = '/wait-for-drain';
 
 export interface PodRun {
   pod: string;
   ip: string;
   /** When the kubelet saw the Pod running (ms since the epoch). */
   startedAt: number;
-  /** When the Pod was gone or deleted and its processes stopped (ms since the epoch). */
+  /** When the kubelet saw the Pod gone or deleted and began stopping it (ms since the epoch). */
+  deletedAt?: number;
+  /** When its processes had stopped, queue-proxy's drain included (ms since the epoch). */
   stoppedAt?: number;
+  /** What the user container's preStop hook (queue-proxy's /wait-for-drain) answered: a status, or why it failed. */
+  preStop?: number | string;
+  /** The Pod's terminationGracePeriodSeconds, in ms. */
+  graceMs: number;
   sandbox: PodSandbox;
   queue: GoProcess;
   fn: GoProcess;
@@ -296,14 +307,38 @@ function startProcessKubelet(opts: { namespace: string; queueBin: string; stateD
     if (!user) throw new Error(`Pod ${name} has no user container`);
     const env = await materializeVolumes(pod, user.name, join(opts.stateDir, name), containerEnv(pod, user.name, GATEWAY));
     const fn = sandbox.exec(`${name}/${user.name}`, process.execPath, [...variantArgs(SHIPPED_VARIANT)], { ...env, ...SHIPPED_VARIANT.env, ...(await opts.functionEnv({ apiServer: opts.apiServer })) }, repoRoot());
-    const run: PodRun = { pod: name, ip, startedAt, sandbox, queue, fn };
+    const run: PodRun = { pod: name, ip, startedAt, sandbox, queue, fn, graceMs: (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000 };
     pods.push(run);
     live.set(name, run);
   };
+  // What a kubelet does with a deleted Revision Pod, for both containers at
+  // once (serving pkg/reconciler/revision/resources/deploy.go, queue
+  // sharedmain): queue-proxy has no preStop hook and gets SIGTERM at once; it
+  // then drains (probes answer 503, it waits until no request came for its
+  // quiet period) and exits. The user container's preStop hook is an HTTP GET
+  // of queue-proxy's /wait-for-drain, which returns when that drain is over;
+  // only then does the function get SIGTERM. All within the Pod's grace
+  // period, after which whatever still runs is killed.
+  const stopping = new Set<Promise<void>>();
   const stopPod = async (run: PodRun): Promise<void> => {
     live.delete(run.pod);
-    await run.sandbox.stop(5000);
+    run.deletedAt = Date.now();
+    const deadline = run.deletedAt + run.graceMs;
+    const preStop = fetch(`http://${run.ip}:${QUEUE_ADMIN_PORT}${QUEUE_DRAIN_PATH}`, { signal: AbortSignal.timeout(run.graceMs) })
+      .then(async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      }, (err: unknown) => (err instanceof Error ? err.message : String(err)));
+    const queueStopped = run.queue.stop(run.graceMs);
+    run.preStop = await preStop;
+    await run.fn.stop(Math.max(deadline - Date.now(), 0));
+    await queueStopped;
+    await run.sandbox.stop(0);
     run.stoppedAt = Date.now();
+  };
+  const stopInBackground = (run: PodRun): void => {
+    const p = stopPod(run).finally(() => stopping.delete(p));
+    stopping.add(p);
   };
   const loop = (async () => {
     while (!stopped) {
@@ -316,13 +351,16 @@ function startProcessKubelet(opts: { namespace: string; queueBin: string; stateD
           present.add(name);
           if (!live.has(name) && pod.status?.phase === 'Running' && pod.status.podIP) await startPod(pod);
         }
-        for (const run of [...live.values()]) if (!present.has(run.pod)) await stopPod(run);
+        // In the background, as a kubelet does: the drain takes its quiet
+        // period, and other Pods start meanwhile.
+        for (const run of [...live.values()]) if (!present.has(run.pod)) stopInBackground(run);
       } catch {
         // The next pass retries.
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    for (const run of [...live.values()]) await stopPod(run);
+    for (const run of [...live.values()]) stopInBackground(run);
+    await Promise.all([...stopping]);
   })();
   return {
     pods,

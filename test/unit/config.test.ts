@@ -2,6 +2,7 @@
 // naming the variable for every bad value.
 import { hostname } from 'node:os';
 import { ConfigError, loadConfig } from '../../functions/config.js';
+import { startIssuer } from '../support/cert-issuer.js';
 
 function configError(env: NodeJS.ProcessEnv): ConfigError {
   try {
@@ -29,8 +30,11 @@ describe('loadConfig', () => {
       SINK_OIDC_TOKEN_FILE: '/oidc/token',
       SENDER_AUTH: 'off',
       SENDER_AUTH_ALLOWED: [],
+      K_CE_OVERRIDES: {},
+      TRUST_BUNDLE_DIR: '/knative-custom-certs',
     });
     expect(loadConfig({}).K_SINK).toBeUndefined();
+    expect(loadConfig({}).K_CA_CERTS).toBeUndefined();
   });
 
   it('takes every value from the environment', () => {
@@ -47,6 +51,8 @@ describe('loadConfig', () => {
       INVOCATION_BUDGET_MS: '30000',
       POD_NAME: 'fn-abc',
       SINK_OIDC_TOKEN_FILE: '/var/run/oidc/token',
+      K_CE_OVERRIDES: '{"extensions":{"cluster":"east"}}',
+      TRUST_BUNDLE_DIR: '/etc/bundles',
     });
     expect(config).toEqual({
       CONTROLLER_NAME: 'example.com/ctl',
@@ -63,6 +69,8 @@ describe('loadConfig', () => {
       SINK_OIDC_TOKEN_FILE: '/var/run/oidc/token',
       SENDER_AUTH: 'off',
       SENDER_AUTH_ALLOWED: [],
+      K_CE_OVERRIDES: { cluster: 'east' },
+      TRUST_BUNDLE_DIR: '/etc/bundles',
     });
   });
 
@@ -133,5 +141,43 @@ describe('loadConfig: bad values stop startup, naming the variable', () => {
     const err = configError({ PORT: 'x', LOG_LEVEL: 'loud', K_SINK: 'nope' });
     expect(err.name).toBe('ConfigError');
     for (const v of ['PORT', 'LOG_LEVEL', 'K_SINK']) expect(err.message).toContain(v);
+  });
+
+  describe('the SinkBinding contract (K_SINK, K_CA_CERTS, K_CE_OVERRIDES)', () => {
+    const issuer = startIssuer('config-test-ca');
+    afterAll(() => issuer.close());
+
+    it('takes K_CA_CERTS as a PEM bundle (each certificate parsed) and the empty value as none', () => {
+      const bundle = `${issuer.caPem}\n${issuer.caPem}`;
+      expect(loadConfig({ K_CA_CERTS: bundle }).K_CA_CERTS?.match(/BEGIN CERTIFICATE/g)).toHaveLength(2);
+      expect(loadConfig({ K_CA_CERTS: '' }).K_CA_CERTS).toBeUndefined();
+    });
+
+    it.each([
+      ['not PEM', 'hello', /K_CA_CERTS: not a PEM CA bundle: no PEM certificate/],
+      ['a broken certificate', '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', /K_CA_CERTS: not a PEM CA bundle: certificate 1 does not parse/],
+    ])('refuses K_CA_CERTS that is %s', (_what, value, message) => {
+      expect(configError({ K_CA_CERTS: value }).message).toMatch(message);
+    });
+
+    it('takes K_CE_OVERRIDES as the SinkBinding writes it, and the empty value as no extensions', () => {
+      expect(loadConfig({ K_CE_OVERRIDES: '{"extensions":{"cluster":"east","tier2":"x"}}' }).K_CE_OVERRIDES).toEqual({ cluster: 'east', tier2: 'x' });
+      expect(loadConfig({ K_CE_OVERRIDES: '' }).K_CE_OVERRIDES).toEqual({});
+      expect(loadConfig({ K_CE_OVERRIDES: '{}' }).K_CE_OVERRIDES).toEqual({});
+    });
+
+    it.each([
+      ['not JSON', '{extensions', /K_CE_OVERRIDES: not JSON/],
+      ['a core attribute', '{"extensions":{"id":"x"}}', /K_CE_OVERRIDES\.extensions\.id: a CloudEvents context attribute/],
+      ['a name with capitals', '{"extensions":{"Team":"x"}}', /K_CE_OVERRIDES\.extensions\.Team: an extension name is 1 to 20 lowercase letters or digits/],
+      ['a value that is not a string', '{"extensions":{"n":1}}', /K_CE_OVERRIDES\.extensions\.n/],
+    ])('refuses K_CE_OVERRIDES with %s', (_what, value, message) => {
+      expect(configError({ K_CE_OVERRIDES: value }).message).toMatch(message);
+    });
+
+    it('takes an http or https K_SINK, nothing else', () => {
+      expect(loadConfig({ K_SINK: 'https://broker-ingress.knative-eventing.svc.cluster.local/ns/b' }).K_SINK).toMatch(/^https:/);
+      expect(configError({ K_SINK: 'ftp://example.com/' }).message).toMatch(/K_SINK/);
+    });
   });
 });

@@ -9,6 +9,11 @@ import { type GatewayKey } from '../../api/gateway-key.js';
 import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
 import { fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
 import { NO_TELEMETRY, type Telemetry } from '../../functions/telemetry/telemetry.js';
+import { sinkClient } from '../../functions/dispatch/sink-client.js';
+
+/** A pool of its own, no extra CA; each test adds the extensions it needs. */
+const PLAIN = sinkClient();
+afterAll(() => PLAIN.close());
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -149,11 +154,18 @@ describe('fanOut: the events', () => {
     expect(spans.sort()).toEqual([`${NS}/gw000`, `${NS}/gw000`, `${NS}/gw001`]);
     expect(retries).toBe(1);
     expect(sizes).toEqual([2]);
+    // Each attempt's trace context in the header; the event keeps the one
+    // it was first sent with (an extension does not change on a retry).
+    const firstOf = new Map<string, string>();
     for (const r of sink.received) {
       expect(r.headers.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-0{15}[1-3]-01$/);
       const event = HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>;
-      expect(event.traceparent).toBe(r.headers.traceparent);
+      if (!firstOf.has(r.key)) firstOf.set(r.key, r.headers.traceparent as string);
+      expect(event.traceparent).toBe(firstOf.get(r.key));
     }
+    const retried = sink.received.filter((r) => r.key === `${NS}/gw000`);
+    expect(retried).toHaveLength(2);
+    expect(retried[0]?.headers.traceparent).not.toBe(retried[1]?.headers.traceparent);
     // Without telemetry, neither.
     await fanOutKeys(keys(1, 'team-b'), CAUSE, { sink: sink.url, ...FAST });
     const plain = sink.received.find((r) => r.key.startsWith('team-b/'));
@@ -246,8 +258,34 @@ describe('fanOut: retries', () => {
     const [key] = keys(1) as [GatewayKey];
     expect(await fanOutKeys([key], CAUSE, { sink: sink.url, ...FAST })).toEqual({ sent: 1, failed: [], unsent: 0 });
     expect(sink.attempts(text(key))).toBe(3);
-    // Every attempt is a fresh event with its own id, carrying the same data.
     expect(new Set(sink.received.map((r) => r.body)).size).toBe(1);
+  });
+
+  it('every attempt sends the same event: id, source, time, subject and extensions; only transport headers differ', async () => {
+    // A 503, a dropped connection (an ambiguous failure: the sink may have
+    // taken it), then accepted.
+    const sink = await startSink((r) => (r.attempt === 1 ? 503 : r.attempt === 2 ? 'destroy' : 204));
+    const ks = keys(2);
+    const client = { ...PLAIN, extensions: { team: 'edge', origin: 'fanout' } };
+    let span = 0;
+    const telemetry: Telemetry = { ...NO_TELEMETRY, fanOutRequest: (_g, send) => send({ traceparent: `00-${'1'.repeat(32)}-${String(++span).padStart(16, '0')}-01` }) };
+    expect(await fanOutKeys(ks, CAUSE, { sink: sink.url, ...FAST, client, telemetry, token: 't' })).toEqual({ sent: 2, failed: [], unsent: 0 });
+    const attributes = (r: Received): Record<string, unknown> => {
+      const { data: _data, ...rest } = HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>;
+      return rest;
+    };
+    for (const k of ks) {
+      const tries = sink.received.filter((r) => r.key === text(k));
+      expect(tries).toHaveLength(3);
+      const [first, ...rest] = tries.map(attributes);
+      expect(first).toMatchObject({ source: RECONCILE_SOURCE, team: 'edge', origin: 'fanout', id: expect.any(String), time: expect.any(String) });
+      for (const again of rest) expect(again).toEqual(first);
+      expect(new Set(tries.map((r) => r.body)).size).toBe(1);
+      // Transport: a trace context per attempt.
+      expect(new Set(tries.map((r) => r.headers.traceparent)).size).toBe(3);
+    }
+    // Two targets, two events.
+    expect(new Set(sink.received.map((r) => r.headers['ce-id'])).size).toBe(2);
   });
 
   it('retries a dropped connection (network error), then succeeds', async () => {

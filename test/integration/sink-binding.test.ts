@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { HTTP, type CloudEventV1 } from 'cloudevents';
+import { pingEvent } from '../../events/outgoing.js';
+import { RECONCILE_TYPE } from '../../events/types.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { sendEvent } from '../../tools/dev/post-event.js';
+import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
+import { startIssuer } from '../support/cert-issuer.js';
+import { useNamespace } from '../support/cluster.js';
+import { createClass, createConfiguration, createGateway } from '../support/fixtures.js';
+import { controllerIdentity } from '../support/reconciler.js';
+
+// The SinkBinding contract in the shipped startup snapshot, against a real
+// API server: a resync's fan-out goes to an https sink whose certificate a
+// CA of its own issued (the cert-manager stand-in), trusted through
+// K_CA_CERTS only, with K_CE_OVERRIDES' extensions on every event. With
+// another CA, nothing reaches the sink and the resync is answered 503.
+// test/e2e/broker-tls.test.ts does the same with the real Broker ingress.
+
+const issuer = startIssuer('sink-binding-ca');
+const stranger = startIssuer('another-ca');
+const received: CloudEventV1<unknown>[] = [];
+let sink: Server;
+let sinkUrl: string;
+const fns: FunctionProcess[] = [];
+
+beforeAll(async () => {
+  const { cert, key } = issuer.issue(['broker-ingress.knative-eventing.svc.cluster.local'], ['127.0.0.1']);
+  sink = createServer({ cert, key }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push(HTTP.toEvent({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }) as CloudEventV1<unknown>);
+      res.writeHead(202, { 'content-length': '0' }).end();
+    });
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  sinkUrl = `https://127.0.0.1:${(sink.address() as AddressInfo).port}/ns/broker`;
+});
+
+afterEach(async () => {
+  for (const fn of fns.splice(0)) await fn.stop();
+});
+
+afterAll(async () => {
+  sink.closeAllConnections();
+  await new Promise<void>((r) => sink.close(() => r()));
+  issuer.close();
+  stranger.close();
+});
+
+describe('the SinkBinding contract, from the shipped snapshot', () => {
+  const ns = useNamespace('sinkb');
+
+  const world = async (caCerts: string): Promise<FunctionProcess> => {
+    const controller = await controllerIdentity(ns());
+    const cls = `meridio-${ns()}`;
+    await createClass(cls);
+    await createConfiguration(ns(), 'shared');
+    for (const g of ['a', 'b']) await createGateway(ns(), g, cls, 'shared');
+    const fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [ns()], sink: sinkUrl, env: { K_CA_CERTS: caCerts, K_CE_OVERRIDES: '{"extensions":{"cluster":"east"}}' } });
+    fns.push(fn);
+    return fn;
+  };
+
+  it("fans a resync out over https, trusting K_CA_CERTS, with K_CE_OVERRIDES' extension on every event", async () => {
+    const fn = await world(issuer.caPem);
+    expect(fn.logs.find((l) => l.msg === 'listening')).toMatchObject({ sink: sinkUrl, sinkCaCerts: true, ceOverrides: ['cluster'] });
+    const before = received.length;
+    const res = await sendEvent(`${fn.url}/`, pingEvent());
+    expect(res.status).toBe(204);
+    const events = await waitFor('2 reconcile requests at the https sink', () => {
+      const mine = received.slice(before).filter((e) => e.type === RECONCILE_TYPE && String(e.subject).startsWith(`namespaces/${ns()}/`));
+      return mine.length >= 2 ? mine : undefined;
+    }, { timeoutMs: 20000 });
+    expect(events.map((e) => e.subject).sort()).toEqual([`namespaces/${ns()}/gateways/a`, `namespaces/${ns()}/gateways/b`]);
+    expect(events.map((e) => e.cluster)).toEqual(['east', 'east']);
+  });
+
+  it('with another CA: nothing reaches the sink, the resync is answered 503, and the log says why', async () => {
+    const fn = await world(stranger.caPem);
+    const before = received.length;
+    const res = await sendEvent(`${fn.url}/`, pingEvent());
+    expect(res.status).toBe(503);
+    const line = await waitFor('the fan-out-failed log line', () => fn.logs.find((l) => l.msg === 'event handled' && l.outcome === 'fan-out-failed'), { timeoutMs: 10000 });
+    expect(line.detail).toMatch(/^2 of 2 not delivered: TLS: the certificate of 127\.0\.0\.1:\d+ is not trusted \(\w+: .*\); K_CA_CERTS/);
+    expect(received.slice(before).filter((e) => String(e.subject).startsWith(`namespaces/${ns()}/`))).toHaveLength(0);
+  });
+});
