@@ -1,12 +1,9 @@
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { pingEvent } from '../../events/outgoing.js';
 import { RECONCILE_TYPE } from '../../events/types.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { sendEvent } from '../../tools/dev/post-event.js';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
-import { startIssuer } from '../support/cert-issuer.js';
+import { startIssuer, startTlsSink, type TlsSink } from '../support/cert-issuer.js';
 import { useNamespace } from '../support/cluster.js';
 import { createClass, createConfiguration, createGateway } from '../support/fixtures.js';
 import { controllerIdentity } from '../support/reconciler.js';
@@ -20,23 +17,11 @@ import { controllerIdentity } from '../support/reconciler.js';
 
 const issuer = startIssuer('sink-binding-ca');
 const stranger = startIssuer('another-ca');
-const received: CloudEventV1<unknown>[] = [];
-let sink: Server;
-let sinkUrl: string;
+let sink: TlsSink;
 const fns: FunctionProcess[] = [];
 
 beforeAll(async () => {
-  const { cert, key } = issuer.issue(['broker-ingress.knative-eventing.svc.cluster.local'], ['127.0.0.1']);
-  sink = createServer({ cert, key }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push(HTTP.toEvent({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }) as CloudEventV1<unknown>);
-      res.writeHead(202, { 'content-length': '0' }).end();
-    });
-  });
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
-  sinkUrl = `https://127.0.0.1:${(sink.address() as AddressInfo).port}/ns/broker`;
+  sink = await startTlsSink(issuer, ['broker-ingress.knative-eventing.svc.cluster.local']);
 });
 
 afterEach(async () => {
@@ -44,8 +29,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  sink.closeAllConnections();
-  await new Promise<void>((r) => sink.close(() => r()));
+  await sink.close();
   issuer.close();
   stranger.close();
 });
@@ -59,19 +43,19 @@ describe('the SinkBinding contract, from the shipped snapshot', () => {
     await createClass(cls);
     await createConfiguration(ns(), 'shared');
     for (const g of ['a', 'b']) await createGateway(ns(), g, cls, 'shared');
-    const fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [ns()], sink: sinkUrl, env: { K_CA_CERTS: caCerts, K_CE_OVERRIDES: '{"extensions":{"cluster":"east"}}' } });
+    const fn = await startFunctionProcess({ kubeconfig: controller.kubeconfig, namespaces: [ns()], sink: sink.url, env: { K_CA_CERTS: caCerts, K_CE_OVERRIDES: '{"extensions":{"cluster":"east"}}' } });
     fns.push(fn);
     return fn;
   };
 
   it("fans a resync out over https, trusting K_CA_CERTS, with K_CE_OVERRIDES' extension on every event", async () => {
     const fn = await world(issuer.caPem);
-    expect(fn.logs.find((l) => l.msg === 'listening')).toMatchObject({ sink: sinkUrl, sinkCaCerts: true, ceOverrides: ['cluster'] });
-    const before = received.length;
+    expect(fn.logs.find((l) => l.msg === 'listening')).toMatchObject({ sink: sink.url, sinkCaCerts: true, ceOverrides: ['cluster'] });
+    const before = sink.received.length;
     const res = await sendEvent(`${fn.url}/`, pingEvent());
     expect(res.status).toBe(204);
     const events = await waitFor('2 reconcile requests at the https sink', () => {
-      const mine = received.slice(before).filter((e) => e.type === RECONCILE_TYPE && String(e.subject).startsWith(`namespaces/${ns()}/`));
+      const mine = sink.received.slice(before).filter((e) => e.type === RECONCILE_TYPE && String(e.subject).startsWith(`namespaces/${ns()}/`));
       return mine.length >= 2 ? mine : undefined;
     }, { timeoutMs: 20000 });
     expect(events.map((e) => e.subject).sort()).toEqual([`namespaces/${ns()}/gateways/a`, `namespaces/${ns()}/gateways/b`]);
@@ -80,11 +64,11 @@ describe('the SinkBinding contract, from the shipped snapshot', () => {
 
   it('with another CA: nothing reaches the sink, the resync is answered 503, and the log says why', async () => {
     const fn = await world(stranger.caPem);
-    const before = received.length;
+    const before = sink.received.length;
     const res = await sendEvent(`${fn.url}/`, pingEvent());
     expect(res.status).toBe(503);
     const line = await waitFor('the fan-out-failed log line', () => fn.logs.find((l) => l.msg === 'event handled' && l.outcome === 'fan-out-failed'), { timeoutMs: 10000 });
     expect(line.detail).toMatch(/^2 of 2 not delivered: TLS: the certificate of 127\.0\.0\.1:\d+ is not trusted \(\w+: .*\); K_CA_CERTS/);
-    expect(received.slice(before).filter((e) => String(e.subject).startsWith(`namespaces/${ns()}/`))).toHaveLength(0);
+    expect(sink.received.slice(before).filter((e) => String(e.subject).startsWith(`namespaces/${ns()}/`))).toHaveLength(0);
   });
 });

@@ -2,6 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { HTTP, type CloudEventV1 } from 'cloudevents';
 
 // A stand-in for cert-manager: a CA of its own (what a cert-manager CA
 // ClusterIssuer holds) that issues serving certificates and hands them over
@@ -60,5 +63,35 @@ export function startIssuer(name = 'meridio-2-test-issuer'): Issuer {
       },
     }),
     close: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** An https CloudEvents sink on loopback, its certificate issued by `issuer`: what it received, in order. */
+export interface TlsSink {
+  url: string;
+  received: CloudEventV1<unknown>[];
+  close(): Promise<void>;
+}
+
+/** Starts a TlsSink whose certificate names `dnsNames` and 127.0.0.1; it answers every event 202. */
+export async function startTlsSink(issuer: Issuer, dnsNames: string[]): Promise<TlsSink> {
+  const { cert, key } = issuer.issue(dnsNames, ['127.0.0.1']);
+  const received: CloudEventV1<unknown>[] = [];
+  const server = createHttpsServer({ cert, key }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push(HTTP.toEvent({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }) as CloudEventV1<unknown>);
+      res.writeHead(202, { 'content-length': '0' }).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/ns/broker`,
+    received,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
   };
 }
