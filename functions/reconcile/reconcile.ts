@@ -5,6 +5,7 @@ import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
 import type { ObserveHint } from '../../events/observe-hint.js';
 import { plan, planStatus } from './plan/plan.js';
+import { observedBehindRecord, readAppliedState } from './plan/applied-annotations.js';
 import type { Outcome, PlanInput, Settings, SettledPlan, WriteOutcome } from './plan/plan-types.js';
 import { recordEvent } from './record-event.js';
 import type { Template } from './template.js';
@@ -78,6 +79,9 @@ async function write<T>(request: () => Promise<T>): Promise<{ ok: true; value: T
 async function attempt(key: { namespace: string; name: string }, deps: ReconcileDeps, options: ReconcileOptions, result: AttemptResult): Promise<void> {
   const now = deps.clock();
   const observed = await observe(deps.api, key, options.hint);
+  if (observedBehindRecord(readAppliedState(observed.deployment), observed.gateway, observed.gatewayConfiguration)) {
+    throw new Conflict('the Deployment records newer inputs than this observation read: observing again');
+  }
   const input: PlanInput = { template: deps.template, settings: deps.settings, ...(options.retriesExhausted ? { retriesExhausted: options.retriesExhausted } : {}) };
   const first = plan(observed, input, conditionTime(now));
   let settled: SettledPlan;

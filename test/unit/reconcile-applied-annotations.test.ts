@@ -1,4 +1,4 @@
-import { appliedAnnotations, currentState, readAppliedState, sameConfiguration, sameState } from '../../functions/reconcile/plan/applied-annotations.js';
+import { appliedAnnotations, currentState, observedBehindRecord, readAppliedState, sameConfiguration, sameState } from '../../functions/reconcile/plan/applied-annotations.js';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH } from '../../api/names.js';
 import { DeploymentSchema } from '../../api/schemas.js';
 import { gateway, gatewayConfiguration, templateDeployment } from './reconcile-fixtures.js';
@@ -42,5 +42,23 @@ describe('applied annotations', () => {
     expect(sameConfiguration(state, { ...state, gatewayGeneration: 5 })).toBe(true);
     expect(sameState(null, null)).toBe(true);
     expect(sameState(state, null)).toBe(false);
+  });
+});
+
+describe('an observation behind the recorded inputs', () => {
+  const recorded = currentState(gateway({ generation: 4 }), gatewayConfiguration({}, { generation: 3, uid: 'u1' }), 'h1');
+
+  it('is behind when the same configuration (uid) or the Gateway is at an older generation than recorded', () => {
+    expect(observedBehindRecord(recorded, gateway({ generation: 4 }), gatewayConfiguration({}, { generation: 2, uid: 'u1' }))).toBe(true);
+    expect(observedBehindRecord(recorded, gateway({ generation: 3 }), gatewayConfiguration({}, { generation: 3, uid: 'u1' }))).toBe(true);
+  });
+
+  it('is not behind at the recorded or a newer generation, for a re-created configuration, or without a record', () => {
+    expect(observedBehindRecord(recorded, gateway({ generation: 4 }), gatewayConfiguration({}, { generation: 3, uid: 'u1' }))).toBe(false);
+    expect(observedBehindRecord(recorded, gateway({ generation: 5 }), gatewayConfiguration({}, { generation: 4, uid: 'u1' }))).toBe(false);
+    expect(observedBehindRecord(recorded, gateway({ generation: 4 }), gatewayConfiguration({}, { generation: 1, uid: 'u2' }))).toBe(false);
+    expect(observedBehindRecord(recorded, gateway({ generation: 4 }), null)).toBe(false);
+    expect(observedBehindRecord(null, gateway({ generation: 1 }), gatewayConfiguration({}, { generation: 1, uid: 'u1' }))).toBe(false);
+    expect(observedBehindRecord(recorded, null, null)).toBe(false);
   });
 });

@@ -17,7 +17,11 @@ function apiError(code: number): ApiException<string> {
 }
 
 /** One Gateway's world in memory, with scripted failures per write method. */
-function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, script: Partial<Record<Failing, number[]>>) {
+function stubApi(initial: { gateway: Gateway; deployment: Deployment | null; configurationGenerations?: number[] }, script: Partial<Record<Failing, number[]>>) {
+  // The configuration's generation per read (the last one repeats): a read
+  // that is behind another writer's update, then one that is not.
+  const generations = [...(initial.configurationGenerations ?? [2])];
+  const nextGeneration = (): number => (generations.length > 1 ? (generations.shift() as number) : (generations[0] as number));
   let gw = initial.gateway;
   let deployment = initial.deployment;
   let rv = 2000;
@@ -33,7 +37,10 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null }, s
   const api: KubeApi = {
     getGateway: async () => structuredClone(gw),
     getGatewayClass: async () => gatewayClass(),
-    getGatewayConfiguration: async () => gatewayConfiguration({}, { generation: 2 }),
+    getGatewayConfiguration: async () => {
+      calls.push('getGatewayConfiguration');
+      return gatewayConfiguration({}, { generation: nextGeneration() });
+    },
     getDeployment: async () => structuredClone(deployment),
     listL34Routes: async () => [],
     listNamespaces: async () => [],
@@ -90,7 +97,7 @@ describe('reconcile shell: a fresh result per attempt', () => {
   it('503 on the Deployment write, 409 on the status write, then success: applied, no retry', async () => {
     const world = stubApi({ gateway: gateway(), deployment: applied }, { replaceDeployment: [503], replaceGatewayStatus: [409] });
     const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
-    expect(world.calls).toEqual(['replaceDeployment:503', 'replaceGatewayStatus:409', 'replaceDeployment:ok', 'replaceGatewayStatus:ok']);
+    expect(world.calls.filter((c) => c.startsWith('replace'))).toEqual(['replaceDeployment:503', 'replaceGatewayStatus:409', 'replaceDeployment:ok', 'replaceGatewayStatus:ok']);
     expect(result).toMatchObject({ outcome: 'applied', next: 'settle', deploymentWritten: true, statusWritten: true, attempts: 2 });
     expect(result.error).toBeUndefined();
     const conditions = world.state().gateway.status?.conditions ?? [];
@@ -102,5 +109,32 @@ describe('reconcile shell: a fresh result per attempt', () => {
     const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
     expect(result).toMatchObject({ outcome: 'write-failed', next: 'redeliver', deploymentWritten: false, statusWritten: true, attempts: 1 });
     expect(result.error).toMatchObject({ class: 'transient', code: 503 });
+  });
+});
+
+describe('reconcile shell: an observation behind the Deployment it read', () => {
+  // The Deployment already records configuration generation 2 (another
+  // replica wrote it); this reconcile's first read of the configuration was
+  // taken before that update and says generation 1.
+  const atTwo = plan(observed({ gatewayConfiguration: gatewayConfiguration({}, { generation: 2 }) }));
+  if (atTwo.deployment.action !== 'create') throw new Error('fixture: expected a create');
+  const recordsTwo = simulateServer(atTwo.deployment.object, null, '1500');
+
+  it('observes again instead of rolling the Deployment back to generation 1', async () => {
+    const world = stubApi({ gateway: gateway(), deployment: recordsTwo, configurationGenerations: [1, 2] }, {});
+    const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
+    expect(world.calls.filter((c) => c.startsWith('replaceDeployment'))).toEqual([]);
+    expect(world.calls.filter((c) => c === 'getGatewayConfiguration')).toHaveLength(2);
+    expect(result).toMatchObject({ deploymentWritten: false, attempts: 2 });
+    const applied = (world.state().gateway.status?.conditions ?? []).find((c) => c.type === CONDITION_APPLIED);
+    expect(applied?.status).toBe('True');
+    expect(applied?.message).toContain('generation 2');
+  });
+
+  it('a read that stays behind is delivered again, never written from', async () => {
+    const world = stubApi({ gateway: gateway(), deployment: recordsTwo, configurationGenerations: [1] }, {});
+    const result = await reconcile({ namespace: NS, name: GW }, depsFor(world.api));
+    expect(world.calls.filter((c) => c.startsWith('replace'))).toEqual([]);
+    expect(result).toMatchObject({ outcome: 'error', next: 'redeliver', deploymentWritten: false, statusWritten: false, attempts: 5 });
   });
 });

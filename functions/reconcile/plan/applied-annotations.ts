@@ -86,3 +86,21 @@ export function sameConfiguration(a: AppliedState | null, b: AppliedState | null
     a.configurationGeneration === b.configurationGeneration
   );
 }
+
+/**
+ * Whether the live Deployment records newer inputs than the ones observed
+ * beside it. The reads of one observe round are parallel, not one snapshot:
+ * another replica's reconcile may write the Deployment between this round's
+ * read of the GatewayConfiguration (or the Gateway) and its read of the
+ * Deployment. A plan from such an observation would roll the Deployment back
+ * to the older generation and report it as applied; the reconcile observes
+ * again instead, as after a conflict. Generations only grow for one object
+ * (one uid), so "newer" is exact; a re-created configuration (another uid)
+ * is not compared.
+ */
+export function observedBehindRecord(recorded: AppliedState | null, gateway: Gateway | null, configuration: GatewayConfiguration | null): boolean {
+  if (recorded === null || gateway === null) return false;
+  if (recorded.gatewayGeneration > (gateway.metadata.generation ?? 0)) return true;
+  if (configuration === null || configuration.metadata.uid === undefined || configuration.metadata.uid !== recorded.configurationUid) return false;
+  return recorded.configurationGeneration > (configuration.metadata.generation ?? 0);
+}
