@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { BadEvent, parseIncoming, type Incoming } from '../events/incoming.js';
 import { PATHS } from '../events/types.js';
@@ -170,22 +171,60 @@ function reply(res: ServerResponse, status: number, message?: string): void {
   res.end(body);
 }
 
+/**
+ * The server's connections, each with the answers still pending on it.
+ * Node's closeIdleConnections skips a connection on which no request has
+ * started (a client's spare connection, opened and never used), and once the
+ * server is closed nothing else times it out: it would hold the drain until
+ * the client closes it. So the drain closes, itself, every connection that
+ * owes no answer.
+ */
+function trackConnections(server: Server): { closeUnanswered(): void } {
+  const pending = new Map<Socket, number>();
+  server.on('connection', (socket: Socket) => {
+    pending.set(socket, 0);
+    socket.once('close', () => pending.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    pending.set(socket, (pending.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const left = pending.get(socket);
+      if (left !== undefined) pending.set(socket, left - 1);
+    });
+  });
+  return {
+    closeUnanswered: () => {
+      for (const [socket, left] of pending) if (left === 0) socket.destroy();
+    },
+  };
+}
+
 export function createFunctionServer(opts: ServerOptions): FunctionServer {
   const { telemetry } = opts;
   let draining = false;
   let inFlight = 0;
   let idle: (() => void) | undefined;
 
+  // Once draining, every answer closes its connection. Node closes only the
+  // connections idle at server.close(); one whose answer is still being
+  // written then would stay open for the whole keep-alive (120 s, longer than
+  // queue-proxy's 90 s, http-timeouts.ts), and so would the drain.
+  const send = (res: ServerResponse, status: number, message?: string): void => {
+    if (draining && !res.headersSent) res.setHeader('connection', 'close');
+    reply(res, status, message);
+  };
+
   const server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];
-      if (req.method === 'GET' && path === PATHS.live) return reply(res, 200);
-      if (req.method === 'GET' && path === PATHS.ready) return reply(res, !draining && (opts.ready?.() ?? true) ? 200 : 503);
-      if (path !== PATHS.events && path !== PATHS.deadLetter) return reply(res, 404, `no route for ${path}`);
-      if (req.method !== 'POST') return reply(res, 405, 'POST a CloudEvent');
+      if (req.method === 'GET' && path === PATHS.live) return send(res, 200);
+      if (req.method === 'GET' && path === PATHS.ready) return send(res, !draining && (opts.ready?.() ?? true) ? 200 : 503);
+      if (path !== PATHS.events && path !== PATHS.deadLetter) return send(res, 404, `no route for ${path}`);
+      if (req.method !== 'POST') return send(res, 405, 'POST a CloudEvent');
       if (draining) {
         res.setHeader('retry-after', '1');
-        return reply(res, 503, 'shutting down');
+        return send(res, 503, 'shutting down');
       }
       inFlight++;
       const started = performance.now();
@@ -210,7 +249,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
               // Answered once the upload is over, as for 413 (see above).
               await discardBody(req);
               answered({ status, outcome });
-              return reply(res, status, verdict.ok ? undefined : verdict.reason);
+              return send(res, status, verdict.ok ? undefined : verdict.reason);
             }
           }
           const body = await readBody(req, opts.bodyLimitBytes);
@@ -221,7 +260,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
           const answer = answerFor(handled);
           opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
           answered({ status: answer, eventType: event.type, eventId: event.id, ...(event.subject ? { subject: event.subject } : {}), outcome: handled.outcome });
-          reply(res, answer);
+          send(res, answer);
         } catch (err) {
           const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;
           const message = err instanceof Error ? err.message : String(err);
@@ -231,7 +270,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
           // The unread rest of an oversized body is discarded, not parsed.
           if (status === 413) req.resume();
           answered({ status, ...(event ? { eventType: event.type, eventId: event.id } : {}), outcome: entry.outcome });
-          reply(res, status, message);
+          send(res, status, message);
         } finally {
           inFlight--;
           if (inFlight === 0) idle?.();
@@ -242,6 +281,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
   // Idle connections outlive queue-proxy's; a slow or stuck client must not
   // hold a connection (and the drain) forever (http-timeouts.ts).
   applyHttpTimeouts(server);
+  const connections = trackConnections(server);
 
   return {
     server,
@@ -258,8 +298,9 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
         server.close(() => r());
         // After the timeout, a handler that never finished must not hold the
         // process: its client sees the connection drop and delivers again.
+        // Otherwise a connection that owes an answer closes after it (send).
         if (inFlight > 0) server.closeAllConnections();
-        else server.closeIdleConnections();
+        else connections.closeUnanswered();
       });
     },
   };

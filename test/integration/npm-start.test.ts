@@ -72,7 +72,9 @@ describe('npm start without a cluster', () => {
       expect(stateDir).toBeDefined();
 
       child.kill('SIGTERM');
-      expect(await exited(child)).toBe(0);
+      const code = await exited(child);
+      // The log is part of the received value only when the exit is wrong, so a failure shows why.
+      expect(`exit ${code}${code === 0 ? '' : context()}`).toBe('exit 0');
       const dir = stateDir ?? '';
       expect(processesNaming(dir)).toEqual([]);
       expect(existsSync(dir)).toBe(false);

@@ -2,7 +2,7 @@
 // handler is a stub: what is under test is the routing, the CloudEvents
 // binding, the answers Knative acts on, the body limit and the drain.
 import { Agent, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { sendEvent } from '../../tools/dev/post-event.js';
@@ -467,6 +467,57 @@ describe('graceful drain', () => {
     // It was refused while draining (or saw its connection closed), never served.
     expect(answers.filter((s) => s !== 204 && s !== 503 && s !== 0)).toEqual([]);
     expect(answers.length).toBeLessThan(10000);
+  });
+
+  it('an answer sent during the drain closes its connection, so a client that keeps connections does not hold the drain', async () => {
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { url, fn } = await start(async () => {
+      entered();
+      await gate;
+      return { next: 'settle', ignored: true, outcome: 'slow' };
+    });
+    // Node's agent keeps an idle connection until the server closes it, as
+    // Go's transport in queue-proxy does for 90 s and the dev sink client does.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const { port } = new URL(url);
+    const answered = new Promise<{ status: number; connection: string | undefined; socketClosed: Promise<void> }>((resolve, reject) => {
+      const m = HTTP.binary(reconcileEvent(KEY));
+      const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: m.headers as Record<string, string> }, (res) => {
+        const socketClosed = new Promise<void>((r) => res.socket.once('close', () => r()));
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, socketClosed }));
+      });
+      req.on('error', reject);
+      req.end(m.body as string);
+    });
+    await inHandler;
+    // Far beyond the test's own timeout: only the in-flight answer's connection closing lets this return.
+    const drain = fn.drain(2_000_000_000);
+    release();
+    const answer = await answered;
+    expect({ status: answer.status, connection: answer.connection }).toEqual({ status: 202, connection: 'close' });
+    await answer.socketClosed;
+    await drain;
+    agent.destroy();
+    expect(fn.server.listening).toBe(false);
+  });
+
+  it('a connection on which no request was ever sent does not hold the drain', async () => {
+    const { url, fn } = await start();
+    // A spare connection, opened and never used: Node's closeIdleConnections
+    // skips it, and a closed server no longer times it out.
+    const spare = connect(Number(new URL(url).port), '127.0.0.1');
+    await new Promise<void>((resolve) => spare.once('connect', () => resolve()));
+    const closedByServer = new Promise<void>((resolve) => spare.once('close', () => resolve()));
+    spare.on('error', () => {});
+    await expectEmpty(await sendEvent(`${url}/`, reconcileEvent(KEY)), 204);
+    // Far beyond the test's own timeout: only closing the spare connection lets this return.
+    await fn.drain(2_000_000_000);
+    await closedByServer;
+    expect(fn.server.listening).toBe(false);
   });
 
   it('drain gives up waiting after its timeout, even if a handler never finishes', async () => {
