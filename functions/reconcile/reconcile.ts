@@ -6,8 +6,9 @@ import { observe } from './observe.js';
 import type { ObserveHint } from '../../events/observe-hint.js';
 import { plan, planStatus } from './plan/plan.js';
 import { observedBehindRecord, readAppliedState } from './plan/applied-annotations.js';
-import type { Outcome, PlanInput, Settings, SettledPlan, WriteOutcome } from './plan/plan-types.js';
-import { recordEvent } from './record-event.js';
+import type { Observed, Outcome, PlanInput, Settings, SettledPlan, WriteOutcome } from './plan/plan-types.js';
+import { recordEvent, recordEventOnce } from './record-event.js';
+import { planRouteFeedback } from './plan/route-feedback.js';
 import type { Template } from './template.js';
 
 // The imperative shell around the pure planner: observe → plan → write the
@@ -104,7 +105,10 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
     settled = first;
   }
   result.outcome = settled.outcome;
-  if (settled.outcome === 'not-found') return;
+  if (settled.outcome === 'not-found') {
+    await recordRouteFeedback(observed, deps, now, result);
+    return;
+  }
 
   if (settled.deployment.action === 'record-admission') {
     // Best effort: if it fails, the next reconcile writes the render again and
@@ -138,5 +142,14 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
       const r = await recordEvent(deps.api, gateway, ev, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
       if (r.ok) result.eventsWritten++;
     }
+  }
+  await recordRouteFeedback(observed, deps, now, result);
+}
+
+/** Warnings on the routes that name this key and do not attach (route-feedback.ts); each said once. */
+async function recordRouteFeedback(observed: Observed, deps: ReconcileDeps, now: Date, result: AttemptResult): Promise<void> {
+  for (const { regarding, event } of planRouteFeedback(observed, deps.settings.controllerName)) {
+    const r = await recordEventOnce(deps.api, regarding, event, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
+    if (r.written) result.eventsWritten++;
   }
 }

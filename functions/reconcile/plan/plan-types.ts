@@ -115,6 +115,21 @@ export interface PlannedEvent {
   note: string;
 }
 
+/** The object an Event is about (events.k8s.io/v1 `regarding`). */
+export interface EventRegarding {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string | undefined;
+}
+
+/** An Event about another object than the reconciled Gateway (an L34Route: route-feedback.ts). */
+export interface RegardedEvent {
+  regarding: EventRegarding;
+  event: PlannedEvent;
+}
+
 export type SettledOutcome = 'not-found' | 'not-ours' | 'invalid' | 'collision' | 'in-sync' | 'write-failed' | 'applied';
 export type Outcome = SettledOutcome | 'needs-write';
 

@@ -11,7 +11,7 @@ import { GATEWAY_GROUP, GATEWAY_KIND, L34ROUTE_KIND, MERIDIO_GROUP } from '../..
 /** How far a Gateway's listeners reach: what observe must read to decide. */
 export type RouteScope = 'same' | 'all' | 'selector';
 
-function fromOf(listener: Listener): string {
+export function fromOf(listener: Listener): string {
   return listener.allowedRoutes?.namespaces?.from ?? 'Same';
 }
 
@@ -48,12 +48,12 @@ export function isL34RouteKind(k: { group?: string | undefined; kind: string }):
   return (k.group ?? GATEWAY_GROUP) === MERIDIO_GROUP && k.kind === L34ROUTE_KIND;
 }
 
-function admitsKind(listener: Listener): boolean {
+export function admitsKind(listener: Listener): boolean {
   const kinds = listener.allowedRoutes?.kinds;
   return kinds === undefined || kinds.length === 0 || kinds.some(isL34RouteKind);
 }
 
-function admitsNamespace(listener: Listener, gateway: Gateway, routeNamespace: string, namespaces: ReadonlyMap<string, Record<string, string>>): boolean {
+export function admitsNamespace(listener: Listener, gateway: Gateway, routeNamespace: string, namespaces: ReadonlyMap<string, Record<string, string>>): boolean {
   switch (fromOf(listener)) {
     case 'Same':
       return routeNamespace === gateway.metadata.namespace;
