@@ -1,4 +1,4 @@
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { countBy, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { GATEWAYS } from '../../functions/kube/kube-api.js';
@@ -110,6 +110,52 @@ describe('PodDisruptionBudgets for LB Pods (LB_PDB_MAX_UNAVAILABLE)', () => {
     expect(await pass()).toMatchObject({ outcome: 'no-gateway-affected' });
     expect(countBy(await quiet.end(), { user, verb: WRITE_VERBS })).toEqual({});
     expect((await listEvents(ns)).filter((e) => e.reason === 'PodDisruptionBudgetCollision')).toHaveLength(1);
+  }, 120_000);
+
+  it('a refused PDB update: a Warning Event with the API server\'s message, the Gateway\'s status untouched, and the event delivered again (503)', async () => {
+    const ns = w.ns();
+    await w.setup();
+    await reconcile(w.key(), on());
+    await settle(on());
+    // A policy that refuses every change of the PDBs' spec in this namespace.
+    const adm = adminConfig().makeApiClient(AdmissionregistrationV1Api);
+    const name = `freeze-pdb-${ns}`;
+    const message = 'PDBs are frozen for maintenance';
+    await adm.createValidatingAdmissionPolicy({
+      body: {
+        metadata: { name },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: { resourceRules: [{ apiGroups: ['policy'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['poddisruptionbudgets'] }] },
+          validations: [{ expression: 'object.spec == oldObject.spec', message }],
+        },
+      },
+    });
+    await adm.createValidatingAdmissionPolicyBinding({
+      body: { metadata: { name }, spec: { policyName: name, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } } },
+    });
+    try {
+      // Policies take effect asynchronously: a dry-run update runs admission and persists nothing.
+      await waitFor('the policy to refuse a PDB update', async () => {
+        const live = await readPdb(ns, 'sllbr-gw');
+        const code = await statusOf(custom().replaceNamespacedCustomObject({ ...PODDISRUPTIONBUDGETS, namespace: ns, name: 'sllbr-gw', body: { ...live, spec: { ...live.spec, maxUnavailable: 9 } }, dryRun: 'All' }));
+        return code === 422 ? true : undefined;
+      });
+      // The setting changed (2 where the PDB has 1): an update is due, and refused.
+      const two: ReconcileDeps = { ...on(), settings: { ...on().settings, lbPodDisruptionBudget: { maxUnavailable: 2 } } };
+      const statusBefore = (await readGateway(ns, 'gw')).metadata.resourceVersion;
+      const res = await reconcile(w.key(), two);
+      expect(res).toMatchObject({ outcome: 'in-sync', pdbWritten: false, statusWritten: false, next: 'redeliver', error: { class: 'persistent', code: 422 } });
+      expect((await readGateway(ns, 'gw')).metadata.resourceVersion).toBe(statusBefore);
+      const failed = (await listEvents(ns)).filter((e) => e.reason === 'PodDisruptionBudgetFailed');
+      expect(failed).toHaveLength(1);
+      expect(failed[0]?.type).toBe('Warning');
+      expect(failed[0]?.note).toContain(message);
+      expect((await readPdb(ns, 'sllbr-gw')).spec.maxUnavailable).toBe(1);
+    } finally {
+      await adm.deleteValidatingAdmissionPolicyBinding({ name });
+      await adm.deleteValidatingAdmissionPolicy({ name });
+    }
   }, 120_000);
 
   it('is off by default: no PDB is read or written', async () => {
