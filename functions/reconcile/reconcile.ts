@@ -113,17 +113,6 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
   result.outcome = settled.outcome;
   if (settled.outcome === 'not-found') return;
 
-  const pdbEvents: PlannedEvent[] = [];
-  if (pdbSetting !== undefined && settled.outcome !== 'not-ours') {
-    const r = await writePdb(deps, observed, liveDeployment, pdbSetting, result.deploymentWritten || settled.statusChanged);
-    if (r.event) pdbEvents.push(r.event);
-    if (r.written) result.pdbWritten = true;
-    if (r.error) {
-      result.error ??= r.error;
-      next = combine(next, r.error.next);
-    }
-  }
-
   if (settled.deployment.action === 'record-admission') {
     // Best effort: if it fails, the next reconcile writes the render again and
     // records then.
@@ -151,11 +140,23 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
   }
   result.next = next;
 
-  if (gateway) {
-    for (const ev of [...settled.events, ...pdbEvents]) {
-      const r = await recordEvent(deps.api, gateway, ev, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
-      if (r.ok) result.eventsWritten++;
+  const record = async (ev: PlannedEvent): Promise<void> => {
+    if (!gateway) return;
+    const r = await recordEvent(deps.api, gateway, ev, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
+    if (r.ok) result.eventsWritten++;
+  };
+  for (const ev of settled.events) await record(ev);
+
+  // Last, once the Deployment, the status and their Events are done: a
+  // conflict on the PDB observes again without losing any of them.
+  if (pdbSetting !== undefined && settled.outcome !== 'not-ours') {
+    const r = await writePdb(deps, observed, liveDeployment, pdbSetting, result.deploymentWritten || settled.statusChanged);
+    if (r.written) result.pdbWritten = true;
+    if (r.error) {
+      result.error ??= r.error;
+      result.next = combine(result.next, r.error.next);
     }
+    if (r.event) await record(r.event);
   }
 }
 
