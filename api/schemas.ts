@@ -288,7 +288,20 @@ export const DeploymentSchema = kubeObject({
     .optional(),
 });
 
+// policy/v1 PodDisruptionBudget, as the opt-in PDB of an LB Deployment reads
+// it: only the fields the controller owns are typed (render-pdb.ts).
+export const PodDisruptionBudgetSchema = kubeObject({
+  spec: z
+    .looseObject({
+      selector: LabelSelectorSchema.optional(),
+      maxUnavailable: z.union([z.number().int(), z.string()]).optional(),
+      minAvailable: z.union([z.number().int(), z.string()]).optional(),
+    })
+    .default({}),
+});
+
 export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
+export type PodDisruptionBudget = z.infer<typeof PodDisruptionBudgetSchema>;
 export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
 export type Condition = z.infer<typeof ConditionSchema>;
 export type GatewayAddress = z.infer<typeof GatewayAddressSchema>;

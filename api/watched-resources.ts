@@ -28,6 +28,8 @@ export const WATCHED_KINDS = Object.keys(WATCHED_RESOURCES) as WatchedKind[];
 
 /** Resources the function reads or writes but does not watch. */
 export const EVENTS: Resource = { group: 'events.k8s.io', version: 'v1', plural: 'events' };
+/** The opt-in PodDisruptionBudget of an LB Deployment (LB_PDB_MAX_UNAVAILABLE): drift is found by the resync, not by watching. */
+export const PODDISRUPTIONBUDGETS: Resource = { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets' };
 export const CRDS: Resource = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
 
 /** The watched kind an apiVersion and kind name, or undefined: another project's "Gateway" is not ours. */

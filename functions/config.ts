@@ -52,11 +52,32 @@ function pemCertificates(bundle: string): { certs: string[] } | { problem: strin
   return { certs };
 }
 
+/**
+ * LB_PDB_MAX_UNAVAILABLE: unset or empty, no PodDisruptionBudgets (the
+ * default, as Meridio-2); otherwise the maxUnavailable of one PDB per LB
+ * Deployment, a whole number of Pods (1, 2, ...) or a percentage (1% to 100%).
+ * 0 is refused: it would block every eviction, and so every node drain.
+ */
+const PdbMaxUnavailable = z
+  .string()
+  .default('')
+  .transform((s, ctx) => {
+    const v = s.trim();
+    if (v === '') return undefined;
+    const count = /^[0-9]+$/.exec(v) ? Number(v) : undefined;
+    const percent = /^([0-9]+)%$/.exec(v)?.[1];
+    if (count !== undefined && count >= 1 && Number.isSafeInteger(count)) return { maxUnavailable: count };
+    if (percent !== undefined && Number(percent) >= 1 && Number(percent) <= 100) return { maxUnavailable: `${Number(percent)}%` };
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not a number of Pods (1, 2, ...) or a percentage (1% to 100%); 0 would block every eviction, and leaving it empty turns PodDisruptionBudgets off` });
+    return z.NEVER;
+  });
+
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 const EnvSchema = z.object({
   CONTROLLER_NAME: z.string().min(1).default(DEFAULT_CONTROLLER_NAME),
   LB_SERVICE_ACCOUNT: z.string().min(1).default('stateless-load-balancer'),
+  LB_PDB_MAX_UNAVAILABLE: PdbMaxUnavailable,
   TEMPLATE_PATH: z.string().min(1).default(DEFAULT_TEMPLATE_PATH),
   /** Comma-separated namespaces to serve; empty means all. */
   WATCH_NAMESPACES: z

@@ -49,7 +49,11 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     reconcile: {
       api: kubeApi(kc, { pool }),
       template,
-      settings: { controllerName: config.CONTROLLER_NAME, lbServiceAccount: config.LB_SERVICE_ACCOUNT },
+      settings: {
+        controllerName: config.CONTROLLER_NAME,
+        lbServiceAccount: config.LB_SERVICE_ACCOUNT,
+        ...(config.LB_PDB_MAX_UNAVAILABLE !== undefined && { lbPodDisruptionBudget: config.LB_PDB_MAX_UNAVAILABLE }),
+      },
       clock: () => new Date(),
       instance: config.POD_NAME,
     },

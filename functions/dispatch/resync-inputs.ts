@@ -8,8 +8,8 @@ import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
 import type { KubeApi, Listed, ListedResource } from '../kube/kube-api.js';
 import { PAGE_SIZE, pagesOf } from '../kube/list-pages.js';
 import { routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../api/schemas.js';
-import { byKey, byName, indexRoutes, type ListedInputs } from './resync-plan.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace, PodDisruptionBudget } from '../../api/schemas.js';
+import { byKey, byName, indexRoutes, objectKey, type ListedInputs } from './resync-plan.js';
 
 /** The namespaces to list in, one list each; undefined: one list over every namespace. */
 export type ListScope = readonly string[] | undefined;
@@ -61,6 +61,20 @@ export async function listAll<R extends ListedResource>(api: KubeApi, resource: 
 /** The LB Deployments in `scope`, a page at a time. */
 export function deploymentPages(api: KubeApi, scope: ListScope, count: RequestCount, pageSize = PAGE_SIZE): AsyncGenerator<Deployment[], void, undefined> {
   return pagesIn(api, 'deployments', scope, count, { labelSelector: LB_DEPLOYMENT_SELECTOR, pageSize });
+}
+
+/**
+ * The managed PodDisruptionBudgets in `scope` (LB_PDB_MAX_UNAVAILABLE on), by
+ * "namespace/name": one list per 500, held for the pass (a few hundred bytes
+ * each: the label selector filters in the API server's cache, and managed
+ * fields are dropped).
+ */
+export async function managedPdbs(api: KubeApi, scope: ListScope, count: RequestCount, pageSize = PAGE_SIZE): Promise<Map<string, PodDisruptionBudget>> {
+  const pdbs = new Map<string, PodDisruptionBudget>();
+  await eachPage(api, 'poddisruptionbudgets', scope, (page) => {
+    for (const pdb of page) pdbs.set(objectKey(pdb.metadata.namespace, pdb.metadata.name), pdb);
+  }, count, { labelSelector: LB_DEPLOYMENT_SELECTOR, pageSize });
+  return pdbs;
 }
 
 /** The listed classes by name and GatewayConfigurations by "namespace/name", as plans look them up. */

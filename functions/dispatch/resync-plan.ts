@@ -11,7 +11,8 @@ import { readsOf } from '../reconcile/plan/gateway-reads.js';
 import { plan } from '../reconcile/plan/plan.js';
 import type { Observed, Plan, PlanInput } from '../reconcile/plan/plan-types.js';
 import { gatewayKeyText, parentGatewayKey, routeScope } from '../reconcile/plan/route-attachment.js';
-import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../api/schemas.js';
+import { pdbAction } from '../reconcile/plan/render-pdb.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace, PodDisruptionBudget } from '../../api/schemas.js';
 
 /** What every plan of a pass shares besides the objects. */
 export interface PlanningContext {
@@ -90,6 +91,21 @@ export function planWrites(p: Plan): boolean {
 /** True when a reconcile of this Gateway, reading these objects, would write anything. */
 export function gatewayDrifts(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): boolean {
   return planWrites(plan(observedFromLists(gateway, deployment, inputs), context.input, context.now));
+}
+
+/**
+ * True when a reconcile of this Gateway would create or update its LB
+ * Deployment's PodDisruptionBudget (the setting on, the class ours, the
+ * Deployment controlled by the Gateway): the reconcile's own check
+ * (render-pdb.ts) on the listed objects. A collision is no drift: the
+ * reconcile would not write it.
+ */
+export function pdbDrifts(gateway: Gateway, deployment: Deployment | null, pdb: PodDisruptionBudget | null, inputs: ListedInputs, context: PlanningContext): boolean {
+  const { settings } = context.input;
+  if (settings.lbPodDisruptionBudget === undefined) return false;
+  if (inputs.classes.get(gateway.spec.gatewayClassName)?.spec.controllerName !== settings.controllerName) return false;
+  const { action } = pdbAction(gateway, deployment, pdb, settings.lbPodDisruptionBudget);
+  return action === 'create' || action === 'update';
 }
 
 /** True when the GatewayClass reconcile would write this class's status (gatewayclass/plan.ts). */

@@ -16,13 +16,13 @@ import { conditionTime } from '../reconcile/plan/conditions.js';
 import { deploymentName } from '../reconcile/plan/names.js';
 import { hintOf } from '../reconcile/plan/gateway-reads.js';
 import type { Settings } from '../reconcile/plan/plan-types.js';
-import type { Deployment, Gateway, GatewayClass } from '../../api/schemas.js';
+import type { Deployment, Gateway, GatewayClass, PodDisruptionBudget } from '../../api/schemas.js';
 import type { Template } from '../reconcile/template.js';
 import type { DispatchScope, Target } from './target.js';
 import { keyOf } from './gateway-keys.js';
-import { deploymentPages, indexed, listAll, pagesIn, planInputs, type ListScope, type PlanInputs, type RequestCount } from './resync-inputs.js';
-import { joinPages, noPages, pagesOfArray, type Joined } from './resync-merge.js';
-import { classDrifts, gatewayDrifts, objectKey, type ListedInputs, type PlanningContext } from './resync-plan.js';
+import { deploymentPages, indexed, listAll, managedPdbs, pagesIn, planInputs, type ListScope, type PlanInputs, type RequestCount } from './resync-inputs.js';
+import { deploymentKey, joinPages, noPages, pagesOfArray, type Joined } from './resync-merge.js';
+import { classDrifts, gatewayDrifts, objectKey, pdbDrifts, type ListedInputs, type PlanningContext } from './resync-plan.js';
 
 export interface PlanningDeps {
   template: Template;
@@ -71,6 +71,8 @@ interface Planning {
   inputs: PlanInputs;
   context: PlanningContext;
   count: RequestCount;
+  /** The managed PDBs as listed, when the PDB setting is on and this walk checks them (a resync pass). */
+  pdbs?: ReadonlyMap<string, PodDisruptionBudget>;
 }
 
 /**
@@ -85,23 +87,45 @@ async function driftedOfPage(p: Planning, joined: readonly Joined[], inputs: Lis
   const target = (gw: Gateway): void => {
     targets.push({ key: keyOf(gw), hint: hintOf(gw, p.classes) });
   };
+  // The PDB as listed; a Gateway whose PDB the list did not give is read by
+  // name, as its Deployment is, before it counts as drifted (a PDB that lost
+  // its label, or someone else's of our name).
+  const pdbs = p.pdbs;
+  const listedPdb = (gw: Gateway): PodDisruptionBudget | null => pdbs?.get(deploymentKey(gw)) ?? null;
   const unlisted: Gateway[] = [];
-  for (const { gateway, deployment } of joined) {
-    if (deployment !== undefined) {
-      if (gatewayDrifts(gateway, deployment, inputs, p.context)) target(gateway);
-    } else if (gatewayDrifts(gateway, null, inputs, p.context)) unlisted.push(gateway);
-  }
-  let next = 0;
-  const confirm = async (): Promise<void> => {
-    while (next < unlisted.length) {
-      const gw = unlisted[next++] as Gateway;
-      p.count.requests++;
-      const deployment = await p.api.getDeployment(gw.metadata.namespace ?? '', deploymentName(gw.metadata.name));
-      if (deployment === null || gatewayDrifts(gw, deployment, inputs, p.context)) target(gw);
+  const unlistedPdb: { gw: Gateway; deployment: Deployment }[] = [];
+  const judge = (gw: Gateway, deployment: Deployment): void => {
+    if (gatewayDrifts(gw, deployment, inputs, p.context)) target(gw);
+    else if (pdbs !== undefined && pdbDrifts(gw, deployment, listedPdb(gw), inputs, p.context)) {
+      if (pdbs.has(deploymentKey(gw))) target(gw);
+      else unlistedPdb.push({ gw, deployment });
     }
   };
-  await Promise.all(Array.from({ length: Math.min(CONFIRM_CONCURRENCY, unlisted.length) }, confirm));
+  for (const { gateway, deployment } of joined) {
+    if (deployment !== undefined) judge(gateway, deployment);
+    else if (gatewayDrifts(gateway, null, inputs, p.context)) unlisted.push(gateway);
+  }
+  await eachConcurrently(unlisted, async (gw) => {
+    p.count.requests++;
+    const deployment = await p.api.getDeployment(gw.metadata.namespace ?? '', deploymentName(gw.metadata.name));
+    if (deployment === null) target(gw);
+    else judge(gw, deployment);
+  });
+  await eachConcurrently(unlistedPdb, async ({ gw, deployment }) => {
+    p.count.requests++;
+    const pdb = await p.api.getPodDisruptionBudget(gw.metadata.namespace ?? '', deploymentName(gw.metadata.name));
+    if (pdbDrifts(gw, deployment, pdb, inputs, p.context)) target(gw);
+  });
   return targets;
+}
+
+/** Runs `each` over `items`, CONFIRM_CONCURRENCY at a time. */
+async function eachConcurrently<T>(items: readonly T[], each: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await each(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(CONFIRM_CONCURRENCY, items.length) }, worker));
 }
 
 const byKeyText = (a: Target, b: Target): number => {
@@ -165,14 +189,16 @@ export async function planResync(api: KubeApi, scope: DispatchScope, deps: Plann
   const count: RequestCount = { requests: 0 };
   const where = listScope(scope);
   const context = planningContext(deps);
-  const [classes, configurations] = await Promise.all([
+  // With the PDB setting on, one list more (per 500 PDBs, per served namespace).
+  const [classes, configurations, pdbs] = await Promise.all([
     listAll(api, 'gatewayclasses', undefined, count, pageSize),
     listAll(api, 'gatewayconfigurations', undefined, count, pageSize),
+    deps.settings.lbPodDisruptionBudget !== undefined ? managedPdbs(api, where, count, pageSize) : undefined,
   ]);
   const ours = classes.filter((c) => c.spec.controllerName === scope.controllerName);
   if (ours.length > 0) count.requests++;
   const lookups = indexed(classes, configurations);
-  const planning: Planning = { api, classes, inputs: planInputs(api, lookups, where, count, pageSize), context, count };
+  const planning: Planning = { api, classes, inputs: planInputs(api, lookups, where, count, pageSize), context, count, ...(pdbs !== undefined && { pdbs }) };
   const [crd, drifted] = await Promise.all([
     ours.length > 0 ? api.getCrdMetadata(GATEWAY_CLASS_CRD) : null,
     driftedIn(planning, listedSegments(api, where, count, pageSize)),

@@ -9,7 +9,9 @@ import {
   ObjectMetaSchema,
   type ObjectMeta,
   NamespaceSchema,
+  PodDisruptionBudgetSchema,
   type Deployment,
+  type PodDisruptionBudget,
   type Gateway,
   type GatewayClass,
   type GatewayConfiguration,
@@ -20,7 +22,7 @@ import { isNotFound } from './classify-error.js';
 import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { connectionPool, type ConnectionPool } from './pooled-client.js';
 import { NO_TELEMETRY } from '../telemetry/telemetry.js';
-import { CRDS, EVENTS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
+import { CRDS, EVENTS, PODDISRUPTIONBUDGETS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -57,6 +59,7 @@ export interface Listed {
   l34routes: L34Route;
   deployments: Deployment;
   namespaces: Namespace;
+  poddisruptionbudgets: PodDisruptionBudget;
 }
 export type ListedResource = keyof Listed;
 
@@ -95,6 +98,10 @@ export interface KubeApi {
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
   annotateDeployment(namespace: string, name: string, annotations: Record<string, string>): Promise<void>;
+  /** The LB Deployment's PodDisruptionBudget (LB_PDB_MAX_UNAVAILABLE); update carries its resourceVersion (409 on a concurrent write). */
+  getPodDisruptionBudget(namespace: string, name: string): Promise<PodDisruptionBudget | null>;
+  createPodDisruptionBudget(namespace: string, body: PodDisruptionBudget): Promise<PodDisruptionBudget>;
+  replacePodDisruptionBudget(namespace: string, body: PodDisruptionBudget): Promise<PodDisruptionBudget>;
   /** PUT of the status subresource; carries the Gateway's resourceVersion, so a concurrent writer gets 409. */
   replaceGatewayStatus(gateway: Gateway): Promise<Gateway>;
   /** PUT of a GatewayClass's status subresource, with its resourceVersion (409 on a concurrent write). */
@@ -161,6 +168,7 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     l34routes: (r) => page(L34ROUTES, L34RouteSchema, r),
     deployments: (r) => page(DEPLOYMENTS, DeploymentSchema, r),
     namespaces: namespacePage,
+    poddisruptionbudgets: (r) => page(PODDISRUPTIONBUDGETS, PodDisruptionBudgetSchema, r),
   };
 
   /** Every object of a list, page by page. */
@@ -193,6 +201,11 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     },
+    getPodDisruptionBudget: (namespace, name) => get(PODDISRUPTIONBUDGETS, PodDisruptionBudgetSchema, namespace, name),
+    createPodDisruptionBudget: async (namespace, body) =>
+      parse(PodDisruptionBudgetSchema, 'created PodDisruptionBudget', await api.createNamespacedCustomObject({ ...PODDISRUPTIONBUDGETS, namespace, body })),
+    replacePodDisruptionBudget: async (namespace, body) =>
+      parse(PodDisruptionBudgetSchema, 'updated PodDisruptionBudget', await api.replaceNamespacedCustomObject({ ...PODDISRUPTIONBUDGETS, namespace, name: body.metadata.name, body })),
     replaceGatewayStatus: async (gateway) =>
       parse(GatewaySchema, 'Gateway status', await api.replaceNamespacedCustomObjectStatus({
         ...GATEWAYS,

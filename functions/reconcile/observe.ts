@@ -20,18 +20,21 @@ export async function observe(
   api: KubeApi,
   key: { namespace: string; name: string },
   hint?: ObserveHint,
+  // With the PDB setting on, the LB Deployment's PDB is read in the first round too.
+  reads: { pdb: boolean } = { pdb: false },
 ): Promise<Observed> {
   const wide = hint?.routeScope !== undefined && hint.routeScope !== 'same';
-  const [gateway, deployment, firstRoutes, hintedClass, hintedConfiguration, hintedNamespaces] = await Promise.all([
+  const [gateway, deployment, firstRoutes, hintedClass, hintedConfiguration, hintedNamespaces, pdb] = await Promise.all([
     api.getGateway(key.namespace, key.name),
     api.getDeployment(key.namespace, deploymentName(key.name)),
     wide ? api.listL34Routes() : api.listL34Routes(key.namespace),
     hint ? api.getGatewayClass(hint.gatewayClassName) : undefined,
     hint?.configuration ? api.getGatewayConfiguration(hint.configuration.namespace, hint.configuration.name) : undefined,
     hint?.routeScope === 'selector' ? api.listNamespaces() : undefined,
+    reads.pdb ? api.getPodDisruptionBudget(key.namespace, deploymentName(key.name)) : undefined,
   ]);
   const namespaceRoutes = wide ? firstRoutes.filter((r) => r.metadata.namespace === key.namespace) : firstRoutes;
-  const base = { key, deployment };
+  const base = { key, deployment, ...(pdb !== undefined && { pdb }) };
   if (!gateway) return { ...base, routes: namespaceRoutes, namespaces: null, gateway: null, gatewayClass: null, gatewayConfiguration: null };
 
   // Reads made on the hint's word count only where the Gateway agrees.

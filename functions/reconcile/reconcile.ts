@@ -6,7 +6,9 @@ import { observe } from './observe.js';
 import type { ObserveHint } from '../../events/observe-hint.js';
 import { plan, planStatus } from './plan/plan.js';
 import { observedBehindRecord, readAppliedState } from './plan/applied-annotations.js';
-import type { Observed, Outcome, PlanInput, Settings, SettledPlan, WriteOutcome } from './plan/plan-types.js';
+import type { LbPdbSetting, Observed, Outcome, PlanInput, PlannedEvent, Settings, SettledPlan, WriteOutcome } from './plan/plan-types.js';
+import { pdbAction, pdbEvent } from './plan/render-pdb.js';
+import type { Deployment } from '../../api/schemas.js';
 import { recordEvent, recordEventOnce } from './record-event.js';
 import { planRouteFeedback } from './plan/route-feedback.js';
 import type { Template } from './template.js';
@@ -29,6 +31,8 @@ export interface ReconcileDeps {
 
 export interface ReconcileResult extends InvocationResult<Outcome> {
   deploymentWritten: boolean;
+  /** The LB Deployment's PodDisruptionBudget was created or updated (LB_PDB_MAX_UNAVAILABLE). */
+  pdbWritten: boolean;
   eventsWritten: number;
 }
 
@@ -49,7 +53,7 @@ export async function reconcile(key: { namespace: string; name: string }, deps: 
     // Each attempt reports only what happened in it: a 503 from an attempt
     // that a conflict cut short must not outlive a later attempt that found
     // everything in order.
-    const result: AttemptResult = { outcome: 'error', next: 'settle', deploymentWritten: false, statusWritten: false, eventsWritten: 0 };
+    const result: AttemptResult = { outcome: 'error', next: 'settle', deploymentWritten: false, pdbWritten: false, statusWritten: false, eventsWritten: 0 };
     try {
       await attempt(key, deps, options, result);
       return { ...result, attempts };
@@ -79,7 +83,8 @@ async function write<T>(request: () => Promise<T>): Promise<{ ok: true; value: T
 
 async function attempt(key: { namespace: string; name: string }, deps: ReconcileDeps, options: ReconcileOptions, result: AttemptResult): Promise<void> {
   const now = deps.clock();
-  const observed = await observe(deps.api, key, options.hint);
+  const pdbSetting = deps.settings.lbPodDisruptionBudget;
+  const observed = await observe(deps.api, key, options.hint, { pdb: pdbSetting !== undefined });
   if (observedBehindRecord(readAppliedState(observed.deployment), observed.gateway, observed.gatewayConfiguration)) {
     throw new Conflict('the Deployment records newer inputs than this observation read: observing again');
   }
@@ -87,12 +92,14 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
   const first = plan(observed, input, conditionTime(now));
   let settled: SettledPlan;
   let next: Delivery = 'settle';
+  let liveDeployment = observed.deployment;
   if (first.outcome === 'needs-write') {
     const { action, object } = first.deployment;
     const r = await write(() => (action === 'create' ? deps.api.createDeployment(key.namespace, object) : deps.api.replaceDeployment(key.namespace, object)));
     let outcome: WriteOutcome;
     if (r.ok) {
       result.deploymentWritten = true;
+      liveDeployment = r.value;
       outcome = { ok: true, written: r.value };
     } else {
       const verdict = afterDeploymentWriteFailure(r.error.class, action);
@@ -137,11 +144,23 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
   }
   result.next = next;
 
-  if (gateway) {
-    for (const ev of settled.events) {
-      const r = await recordEvent(deps.api, gateway, ev, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
-      if (r.ok) result.eventsWritten++;
+  const record = async (ev: PlannedEvent): Promise<void> => {
+    if (!gateway) return;
+    const r = await recordEvent(deps.api, gateway, ev, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
+    if (r.ok) result.eventsWritten++;
+  };
+  for (const ev of settled.events) await record(ev);
+
+  // Last, once the Deployment, the status and their Events are done: a
+  // conflict on the PDB observes again without losing any of them.
+  if (pdbSetting !== undefined && settled.outcome !== 'not-ours') {
+    const r = await writePdb(deps, observed, liveDeployment, pdbSetting, result.deploymentWritten || settled.statusChanged);
+    if (r.written) result.pdbWritten = true;
+    if (r.error) {
+      result.error ??= r.error;
+      result.next = combine(result.next, r.error.next);
     }
+    if (r.event) await record(r.event);
   }
   await recordRouteFeedback(observed, deps, now, result);
 }
@@ -152,4 +171,32 @@ async function recordRouteFeedback(observed: Observed, deps: ReconcileDeps, now:
     const r = await recordEventOnce(deps.api, regarding, event, { controllerName: deps.settings.controllerName, instance: deps.instance, now });
     if (r.written) result.eventsWritten++;
   }
+}
+
+/**
+ * The PodDisruptionBudget of the LB Deployment as live after this attempt's
+ * write (render-pdb.ts). Its failure does not change the Gateway's status
+ * (the Deployment is what status reports); it is a Warning Event, and a
+ * failure that may heal is delivered again. A PDB of our name that this
+ * Gateway does not control is reported only when this reconcile writes
+ * something else, so that a standing collision costs no write on a no-op.
+ */
+async function writePdb(
+  deps: ReconcileDeps,
+  observed: Observed,
+  deployment: Deployment | null,
+  setting: LbPdbSetting,
+  acting: boolean,
+): Promise<{ event?: PlannedEvent; written?: true; error?: ClassifiedError & { next: Delivery } }> {
+  const gateway = observed.gateway;
+  if (!gateway) return {};
+  const action = pdbAction(gateway, deployment, observed.pdb ?? null, setting);
+  if (action.action === 'none') return {};
+  const ref = `${observed.key.namespace}/${deployment?.metadata.name ?? ''}`;
+  if (action.action === 'collision') return acting ? { event: pdbEvent(action, ref) } : {};
+  const namespace = observed.key.namespace;
+  const r = await write(() => (action.action === 'create' ? deps.api.createPodDisruptionBudget(namespace, action.object) : deps.api.replacePodDisruptionBudget(namespace, action.object)));
+  if (r.ok) return { event: pdbEvent(action, ref), written: true };
+  // As for the Deployment: a create refused for good waits for a change; anything else comes again.
+  return { event: pdbEvent(action, ref, r.error), error: { ...r.error, next: afterDeploymentWriteFailure(r.error.class, action.action).next } };
 }

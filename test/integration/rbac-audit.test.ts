@@ -1,6 +1,7 @@
 import { deniedByAuthorizer, readEvents, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { grantedKeys, usedKeys } from '../support/rbac-usage.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import { PODDISRUPTIONBUDGETS } from '../../api/watched-resources.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import { clusterInfo } from '../support/cluster.js';
@@ -22,12 +23,16 @@ describe('the controller ClusterRole against the audit log', () => {
 
   it('grants exactly what the controller uses', async () => {
     const ns = w.ns();
-    const r = w.r();
-    // Create, status, Normal Event; then an update.
+    // With the opt-in LB PodDisruptionBudgets on (LB_PDB_MAX_UNAVAILABLE),
+    // which the ClusterRole grants for.
+    const r = { ...w.r(), deps: { ...w.r().deps, settings: { ...w.r().deps.settings, lbPodDisruptionBudget: { maxUnavailable: 1 } } } };
+    // Create (the Deployment and its PDB), status, Normal Event; then an
+    // update of each (the PDB edited by hand).
     await w.setup();
-    await reconcile(w.key(), r.deps);
+    expect(await reconcile(w.key(), r.deps)).toMatchObject({ pdbWritten: true });
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
-    await reconcile(w.key(), r.deps);
+    await editSpec(PODDISRUPTIONBUDGETS, ns, 'sllbr-gw', (s) => ({ ...s, maxUnavailable: 2 }));
+    expect(await reconcile(w.key(), r.deps)).toMatchObject({ deploymentWritten: true, pdbWritten: true });
     // The lists of dispatch and resync.
     const handled = await invoke({ kind: 'ping' }, handlerDeps(r.deps, { namespaces: [ns] }), { type: 'ping', id: 'rbac' });
     expect(handled.next).toBe('settle');

@@ -5,6 +5,7 @@ import { apiServerEvent } from '../../events/outgoing.js';
 import type { Handled } from '../../functions/handle-event.js';
 import { handlerDeps, eventTargets, invoke } from '../support/handler-deps.js';
 import { DEPLOYMENTS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
+import { PODDISRUPTIONBUDGETS } from '../../api/watched-resources.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
@@ -26,7 +27,13 @@ function requestsOf(events: AuditEvent[], user: string): AuditEvent[] {
 describe('resync by lists', () => {
   const w = useWorld('resync');
 
-  const deps = (sink?: string) => handlerDeps(w.r().deps, { namespaces: [w.ns()], sink, localConcurrency: 8 });
+  /** With `pdb`, the function as LB_PDB_MAX_UNAVAILABLE=1 starts it. */
+  let pdb = false;
+  afterEach(() => {
+    pdb = false;
+  });
+  const reconcileDeps = () => (pdb ? { ...w.r().deps, settings: { ...w.r().deps.settings, lbPodDisruptionBudget: { maxUnavailable: 1 } } } : w.r().deps);
+  const deps = (sink?: string) => handlerDeps(reconcileDeps(), { namespaces: [w.ns()], sink, localConcurrency: 8 });
   const pass = (sink?: string): Promise<Handled> => invoke({ kind: 'ping' }, deps(sink), { type: 'dev.knative.sources.ping', id: `resync-${Date.now()}` }, { budgetMs: 120_000 });
 
   /**
@@ -130,5 +137,45 @@ describe('resync by lists', () => {
     expect(await eventTargets(w.r().api, scope, incoming, w.r().deps)).toEqual([]);
     await editSpec(GATEWAY_CONFIGURATIONS, ns, 'cfg', (s) => ({ ...s, horizontalScaling: { replicas: 3, enforceReplicas: true } }));
     expect((await eventTargets(w.r().api, scope, incoming, w.r().deps)).map((t) => t.key.name).sort()).toEqual(few);
+  }, 600_000);
+
+  it('with LB PodDisruptionBudgets on: one list more per pass and still no write in sync; a hand-edited PDB is the only Gateway reconciled, with one PDB update', async () => {
+    pdb = true;
+    const ns = w.ns();
+    const user = w.r().username;
+    await createConfiguration(ns, 'cfg');
+    const few = names.slice(0, 12);
+    for (const name of few) await createGateway(ns, name, w.cls(), 'cfg');
+    await converge();
+
+    // In sync: the six requests of a pass, plus the list of the managed
+    // PDBs (one page, 12 < 500; the same label selector as the Deployments).
+    const quiet = await auditLog().begin();
+    const inSync = await pass();
+    const quietEvents = requestsOf(await quiet.end(), user);
+    expect(inSync).toMatchObject({ next: 'settle', outcome: 'no-gateway-affected', gateways: 0, planned: few.length });
+    expect(quietEvents.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}`).sort()).toEqual([
+      'get customresourcedefinitions',
+      'list deployments',
+      'list gatewayclasses',
+      'list gatewayconfigurations',
+      'list gateways',
+      'list l34routes',
+      'list poddisruptionbudgets',
+    ]);
+    expect(inSync.requests).toBe(7);
+    expect(quietEvents.filter((e) => WRITE_VERBS.includes(e.verb))).toEqual([]);
+
+    // One PDB edited by hand: that Gateway alone is reconciled, and its PDB
+    // is the only object written besides the Event that says so.
+    const edited = 'gw-007';
+    await editSpec(PODDISRUPTIONBUDGETS, ns, `sllbr-${edited}`, (spec) => ({ ...spec, maxUnavailable: 4 }));
+    const window = await auditLog().begin();
+    const repaired = await pass();
+    const repairEvents = requestsOf(await window.end(), user);
+    expect(repaired).toMatchObject({ next: 'settle', gateway: `${ns}/${edited}`, planned: few.length });
+    const writes = repairEvents.filter((e) => WRITE_VERBS.includes(e.verb)).map((e) => `${e.verb} ${e.objectRef?.resource} ${e.objectRef?.resource === 'events' ? '' : e.objectRef?.name}`);
+    expect(writes.sort()).toEqual(['create events ', `update poddisruptionbudgets sllbr-${edited}`]);
+    await converge();
   }, 600_000);
 });

@@ -108,6 +108,19 @@ describe('loadConfig', () => {
   });
 });
 
+describe('LB_PDB_MAX_UNAVAILABLE', () => {
+  it('is off unset or empty, and otherwise a number of Pods or a percentage', () => {
+    expect(loadConfig({}).LB_PDB_MAX_UNAVAILABLE).toBeUndefined();
+    expect(loadConfig({ LB_PDB_MAX_UNAVAILABLE: '  ' }).LB_PDB_MAX_UNAVAILABLE).toBeUndefined();
+    expect(loadConfig({ LB_PDB_MAX_UNAVAILABLE: '1' }).LB_PDB_MAX_UNAVAILABLE).toEqual({ maxUnavailable: 1 });
+    expect(loadConfig({ LB_PDB_MAX_UNAVAILABLE: ' 3 ' }).LB_PDB_MAX_UNAVAILABLE).toEqual({ maxUnavailable: 3 });
+    expect(loadConfig({ LB_PDB_MAX_UNAVAILABLE: '25%' }).LB_PDB_MAX_UNAVAILABLE).toEqual({ maxUnavailable: '25%' });
+    // The API server's own form of the percentage, without leading zeros.
+    expect(loadConfig({ LB_PDB_MAX_UNAVAILABLE: '050%' }).LB_PDB_MAX_UNAVAILABLE).toEqual({ maxUnavailable: '50%' });
+    expect(loadConfig({ LB_PDB_MAX_UNAVAILABLE: '100%' }).LB_PDB_MAX_UNAVAILABLE).toEqual({ maxUnavailable: '100%' });
+  });
+});
+
 describe('loadConfig: bad values stop startup, naming the variable', () => {
   it('an invalid K_SINK', () => {
     for (const K_SINK of ['not a url', 'broker-ingress/team-a', '']) {
@@ -128,6 +141,12 @@ describe('loadConfig: bad values stop startup, naming the variable', () => {
   it('an invalid BODY_LIMIT_BYTES', () => {
     for (const BODY_LIMIT_BYTES of ['big', '1023', String(64 * 1024 * 1024 + 1), '2048.5']) {
       expect(configError({ BODY_LIMIT_BYTES }).message).toContain('BODY_LIMIT_BYTES');
+    }
+  });
+
+  it('an invalid LB_PDB_MAX_UNAVAILABLE: 0, a fraction, a sign, a percentage out of range, a word', () => {
+    for (const LB_PDB_MAX_UNAVAILABLE of ['0', '0%', '101%', '1.5', '-1', '+1', 'one', '1 %', '50%%']) {
+      expect(configError({ LB_PDB_MAX_UNAVAILABLE }).message).toContain('LB_PDB_MAX_UNAVAILABLE');
     }
   });
 

@@ -303,7 +303,8 @@ describe('RBAC', () => {
   // EndpointNetworkConfiguration controllers own DistributionGroup status,
   // EndpointNetworkConfigurations and LoadBalancerEndpointSlices; they read
   // Pods, Gateways and the Gateway's Accepted condition. The function writes
-  // only its LB Deployments, Gateway and GatewayClass status, and Events.
+  // only its LB Deployments (and their PodDisruptionBudgets when that is on),
+  // Gateway and GatewayClass status, and Events.
   test('the function can write nothing that Meridio-2\'s other controllers own', () => {
     const writes = rolesOf(ksvc.spec.template.spec.serviceAccountName)
       .flatMap((r) => grants(RoleSchema.parse(r).rules))
@@ -317,6 +318,8 @@ describe('RBAC', () => {
       'events.k8s.io/events:update',
       'gateway.networking.k8s.io/gatewayclasses/status:update',
       'gateway.networking.k8s.io/gateways/status:update',
+      'policy/poddisruptionbudgets:create',
+      'policy/poddisruptionbudgets:update',
     ]);
     for (const owned of ['distributiongroups', 'distributiongroups/status', 'endpointnetworkconfigurations', 'loadbalancerendpointslices']) {
       expect(writes.filter((w) => w.startsWith(`meridio-2.nordix.org/${owned}:`))).toEqual([]);
@@ -368,10 +371,12 @@ describe('Knative Service', () => {
 
   test('its environment is a valid function configuration, with the LB template where the ConfigMap is mounted', () => {
     const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
-    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'SENDER_AUTH', 'SENDER_AUTH_ALLOWED', 'SENDER_AUTH_AUDIENCE', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
+    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_PDB_MAX_UNAVAILABLE', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'SENDER_AUTH', 'SENDER_AUTH_ALLOWED', 'SENDER_AUTH_AUDIENCE', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
     // K_SINK comes from the SinkBinding, PORT from Knative.
     const config = loadConfig({ ...env, K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/ns/broker' });
     expect(config.TEMPLATE_PATH).toBe(env.TEMPLATE_PATH);
+    // PodDisruptionBudgets are opt-in: shipped off.
+    expect(config.LB_PDB_MAX_UNAVAILABLE).toBeUndefined();
     // The function must answer (503) before Knative cuts the request off, and
     // a single API request must fit in the budget more than once.
     expect(config.INVOCATION_BUDGET_MS).toBeLessThan((template.spec.timeoutSeconds ?? 0) * 1000);

@@ -60,6 +60,15 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null; con
     annotateDeployment: async () => {
       throw new Error('not expected in this scenario');
     },
+    getPodDisruptionBudget: async () => {
+      throw new Error('not expected in this scenario');
+    },
+    createPodDisruptionBudget: async () => {
+      throw new Error('not expected in this scenario');
+    },
+    replacePodDisruptionBudget: async () => {
+      throw new Error('not expected in this scenario');
+    },
     replaceGatewayStatus: async (body) => {
       fail('replaceGatewayStatus');
       gw = { ...structuredClone(body), metadata: { ...body.metadata, resourceVersion: String((rv += 1)) } };

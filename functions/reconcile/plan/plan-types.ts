@@ -4,7 +4,7 @@
 // Gateway (no Deployment write due) or asks for one write; after it, the
 // shell calls planStatus(pending, outcome) once, which decides status and
 // Events from what the write did. Nothing is planned twice.
-import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace } from '../../../api/schemas.js';
+import type { Condition, Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace, PodDisruptionBudget } from '../../../api/schemas.js';
 
 /** What observe read from the API server in this attempt, and nothing else. */
 export interface Observed {
@@ -21,12 +21,22 @@ export interface Observed {
   // Namespaces and their labels, read only when a listener selects namespaces
   // by label; null otherwise.
   namespaces: Namespace[] | null;
+  // The live PodDisruptionBudget sllbr-<gateway>, whoever owns it (null:
+  // absent); read only with the PDB setting on, undefined otherwise.
+  pdb?: PodDisruptionBudget | null;
 }
 
 /** Process configuration the render depends on. */
 export interface Settings {
   controllerName: string;
   lbServiceAccount: string;
+  // LB_PDB_MAX_UNAVAILABLE: absent, no PodDisruptionBudgets (render-pdb.ts).
+  lbPodDisruptionBudget?: LbPdbSetting;
+}
+
+/** One PodDisruptionBudget per LB Deployment, allowing this many (or this percentage of) Pods down by eviction. */
+export interface LbPdbSetting {
+  maxUnavailable: number | string;
 }
 
 /** What the planner is given besides the API objects and the clock. */
