@@ -49,9 +49,10 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     reconcile: {
       api: kubeApi(kc, { pool }),
       template,
-      settings: { controllerName: config.CONTROLLER_NAME, lbServiceAccount: config.LB_SERVICE_ACCOUNT },
+      settings: { controllerName: config.CONTROLLER_NAME, lbServiceAccount: config.LB_SERVICE_ACCOUNT, rolloutBudget: config.LB_ROLLOUT_BUDGET },
       clock: () => new Date(),
       instance: config.POD_NAME,
+      namespaces: config.WATCH_NAMESPACES,
     },
     namespaces: config.WATCH_NAMESPACES,
     sink: config.K_SINK,

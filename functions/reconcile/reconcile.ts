@@ -8,6 +8,7 @@ import { plan, planStatus } from './plan/plan.js';
 import { observedBehindRecord, readAppliedState } from './plan/applied-annotations.js';
 import type { Outcome, PlanInput, Settings, SettledPlan, WriteOutcome } from './plan/plan-types.js';
 import { recordEvent } from './record-event.js';
+import { readRolloutCensus } from './rollout-census.js';
 import type { Template } from './template.js';
 
 // The imperative shell around the pure planner: observe → plan → write the
@@ -24,6 +25,8 @@ export interface ReconcileDeps {
   clock: () => Date;
   /** Names this replica in Events. */
   instance: string;
+  /** The watched namespaces (empty: all): where the rollout census lists. */
+  namespaces?: readonly string[];
 }
 
 export interface ReconcileResult extends InvocationResult<Outcome> {
@@ -83,7 +86,13 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
     throw new Conflict('the Deployment records newer inputs than this observation read: observing again');
   }
   const input: PlanInput = { template: deps.template, settings: deps.settings, ...(options.retriesExhausted ? { retriesExhausted: options.retriesExhausted } : {}) };
-  const first = plan(observed, input, conditionTime(now));
+  let first = plan(observed, input, conditionTime(now));
+  if (first.outcome === 'needs-reads') {
+    // The planner asked: a pod-template change the rollout budget must judge.
+    const census = await readRolloutCensus(deps.api, deps.namespaces ?? []);
+    first = plan({ ...observed, rollouts: census }, input, conditionTime(now));
+    if (first.outcome === 'needs-reads') throw new Error('the planner asked for the rollout census twice');
+  }
   let settled: SettledPlan;
   let next: Delivery = 'settle';
   if (first.outcome === 'needs-write') {

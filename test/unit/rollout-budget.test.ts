@@ -4,8 +4,11 @@
 import fc from 'fast-check';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, CONDITION_ACCEPTED, CONDITION_APPLIED, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
-import { nextInLine, rolloutBudget, rolloutState, ROLLOUT_QUEUED, type RolloutCensus } from '../../functions/reconcile/plan/rollout-budget.js';
-import { GC_UID, NS, NOW, TEMPLATE_HASH, gateway, gatewayConfiguration } from './reconcile-fixtures.js';
+import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js';
+import { nextInLine, rolloutBudget, rolloutState, ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js';
+import { CONDITION_PROGRAMMED } from '../../api/names.js';
+import type { Scenario } from './reconcile-fixtures.js';
+import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
 
 const OLD_HASH = 'template-hash-0';
 const CONFIGURATION = gatewayConfiguration({}, { generation: 3 });
@@ -163,5 +166,68 @@ describe('rolloutBudget', () => {
         return starters.length <= Math.max(0, budget - inProgress);
       }),
     );
+  });
+});
+
+describe('the planner under the rollout budget', () => {
+  // A Gateway in sync with the template, then the template's image changes.
+  const inSync = (): Scenario => {
+    let o = observed({ settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } });
+    for (let i = 0; i < 2; i++) o = invoke(o).next;
+    return o;
+  };
+  const newTemplate = (o: Scenario): Scenario => ({
+    ...o,
+    template: {
+      hash: 'template-hash-2',
+      deployment: templateDeployment((raw) => {
+        ((raw.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0] as { image: string }).image = 'lb:2';
+      }),
+    },
+  });
+  const other = (generation: number): Deployment => lb('other', { generation, hash: 'template-hash-2' });
+  const byType = <C extends { type: string }>(conditions: C[] | undefined, type: string): C | undefined => conditions?.find((c) => c.type === type);
+
+  it('a pod-template change asks for the rollout census first; a no-op asks for nothing', () => {
+    const o = inSync();
+    expect(planned(o).outcome).toBe('in-sync');
+    expect(planned(newTemplate(o))).toEqual({ outcome: 'needs-reads', reads: 'rollout-census' });
+  });
+
+  it('with the slot taken, no write: Applied False RolloutQueued saying what is ahead, Programmed untouched', () => {
+    const o = newTemplate(inSync());
+    const census: RolloutCensus = { gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(2)] };
+    const p = planned({ ...o, rollouts: census });
+    if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
+    expect(p.outcome).toBe('rollout-queued');
+    expect(p.deployment).toEqual({ action: 'none' });
+    const applied = byType(p.status?.conditions, CONDITION_APPLIED);
+    expect(applied).toMatchObject({ status: 'False', reason: ROLLOUT_QUEUED });
+    expect(applied?.message).toMatch(/waits for the rollout budget \(1 at once\): 1 in progress \(team-a\/sllbr-other\), no Gateway queued before it/);
+    expect(byType(p.status?.conditions, CONDITION_PROGRAMMED)).toEqual(byType(o.gateway?.status?.conditions, CONDITION_PROGRAMMED));
+    // Queued again with the same census: nothing to write.
+    const again = planned({ ...o, gateway: { ...(o.gateway as Gateway), status: { ...o.gateway?.status, conditions: p.status?.conditions ?? [] } } as Gateway, rollouts: census });
+    expect(again).toMatchObject({ outcome: 'rollout-queued', statusChanged: false, events: [] });
+  });
+
+  it('with a free slot, the write goes', () => {
+    const o = newTemplate(inSync());
+    const census: RolloutCensus = { gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(1)] };
+    expect(planned({ ...o, rollouts: census })).toMatchObject({ outcome: 'needs-write', deployment: { action: 'update' } });
+  });
+
+  it('a change that leaves the pod template alone (replicas) never waits, and reads no census', () => {
+    const o = inSync();
+    const scaled = { ...o, gatewayConfiguration: gatewayConfiguration({ horizontalScaling: { replicas: 3, enforceReplicas: true } }, { generation: 2 }) };
+    expect(planned(scaled)).toMatchObject({ outcome: 'needs-write', deployment: { action: 'update' } });
+  });
+
+  it('a create never waits', () => {
+    expect(planned(observed({ settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } }))).toMatchObject({ outcome: 'needs-write', deployment: { action: 'create' } });
+  });
+
+  it('without a budget, a pod-template change is written at once', () => {
+    const o = newTemplate(inSync());
+    expect(planned({ ...o, settings: { ...o.settings, rolloutBudget: 0 } })).toMatchObject({ outcome: 'needs-write' });
   });
 });

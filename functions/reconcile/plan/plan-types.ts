@@ -21,12 +21,17 @@ export interface Observed {
   // Namespaces and their labels, read only when a listener selects namespaces
   // by label; null otherwise.
   namespaces: Namespace[] | null;
+  // Every LB Deployment and Gateway in scope, read only when the planner asks
+  // (a pod-template change under the rollout budget: ReadsPlan).
+  rollouts?: RolloutCensus;
 }
 
 /** Process configuration the render depends on. */
 export interface Settings {
   controllerName: string;
   lbServiceAccount: string;
+  /** LB_ROLLOUT_BUDGET: at most this many LB pod-template rollouts at once; absent or 0: no limit. */
+  rolloutBudget?: number;
 }
 
 /** What the planner is given besides the API objects and the clock. */
@@ -115,8 +120,8 @@ export interface PlannedEvent {
   note: string;
 }
 
-export type SettledOutcome = 'not-found' | 'not-ours' | 'invalid' | 'collision' | 'in-sync' | 'write-failed' | 'applied';
-export type Outcome = SettledOutcome | 'needs-write';
+export type SettledOutcome = 'not-found' | 'not-ours' | 'invalid' | 'collision' | 'in-sync' | 'write-failed' | 'applied' | 'rollout-queued';
+export type Outcome = SettledOutcome | 'needs-write' | 'needs-reads';
 
 export type DeploymentWrite = { action: 'create'; object: Deployment } | { action: 'update'; object: Deployment };
 
@@ -149,6 +154,32 @@ export interface WritePlan {
   pending: PendingStatus;
 }
 
+/** The plan needs more reads before it can decide: the rollout census (rollout-budget.ts). */
+export interface ReadsPlan {
+  outcome: 'needs-reads';
+  reads: 'rollout-census';
+}
+
 export type Plan = SettledPlan | WritePlan;
+
+/** What plan() answers: a plan, or the reads it needs first. */
+export type Planned = Plan | ReadsPlan;
+
+/** What the budget is decided from: every LB Deployment and Gateway of this controller in scope. */
+export interface RolloutCensus {
+  deployments: Deployment[];
+  gateways: Gateway[];
+}
+
+export interface BudgetVerdict {
+  go: boolean;
+  /** namespace/name of the LB Deployments holding the slots. */
+  rolling: string[];
+  /** namespace/name of the Gateways that go before this one. */
+  ahead: string[];
+}
+
+/** Why a due write was not made: the rollout budget queued it. */
+export type Queued = BudgetVerdict & { budget: number };
 
 export type DeploymentAction = Plan['deployment'];

@@ -8,6 +8,8 @@
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, GATEWAY_KIND } from '../../../api/names.js';
 import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 import { readAppliedState } from './applied-annotations.js';
+import type { BudgetVerdict, RolloutCensus } from './plan-types.js';
+import { semanticSubset } from './deployment-diff.js';
 
 export const ROLLOUT_QUEUED = 'RolloutQueued';
 
@@ -34,24 +36,10 @@ export function rolloutState(d: Deployment): RolloutState {
   return 'settled';
 }
 
-/** What the budget is decided from: every LB Deployment and Gateway of this controller in scope. */
-export interface RolloutCensus {
-  deployments: Deployment[];
-  gateways: Gateway[];
-}
-
 /** The inputs the Gateway being reconciled renders from now. */
 export interface CurrentInputs {
   templateHash: string;
   configuration: GatewayConfiguration;
-}
-
-export interface BudgetVerdict {
-  go: boolean;
-  /** namespace/name of the LB Deployments holding the slots. */
-  rolling: string[];
-  /** namespace/name of the Gateways that go before this one. */
-  ahead: string[];
 }
 
 const refOf = (o: { metadata: { namespace?: string; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
@@ -135,4 +123,15 @@ export function rolloutBudget(self: Gateway, budget: number, census: RolloutCens
 export function nextInLine(budget: number, census: RolloutCensus, templateHash: string): string[] {
   const { rolling, line } = waitingLine(census, (d) => readAppliedState(d)?.templateHash !== templateHash && readAppliedState(d) !== null);
   return line.slice(0, Math.max(0, budget - rolling.length));
+}
+
+/**
+ * Whether writing `body` over `live` changes the pod template, that is,
+ * starts a rollout. Compared as the write decision is (deployment-diff.ts):
+ * what the API server defaults on the live side is no change. A write that
+ * only removes a key the live template carries (an annotation dropped from
+ * the template) is not seen here and does not wait.
+ */
+export function changesPodTemplate(live: Deployment, body: Deployment): boolean {
+  return !semanticSubset(body.spec.template, live.spec.template);
 }
