@@ -284,6 +284,9 @@ export const DeploymentSchema = kubeObject({
       readyReplicas: z.number().int().optional(),
       availableReplicas: z.number().int().optional(),
       updatedReplicas: z.number().int().optional(),
+      // The Deployment controller's own (not metav1.Condition): the rollout
+      // budget reads Progressing's reason.
+      conditions: z.array(z.looseObject({ type: z.string(), status: z.string(), reason: z.string().optional() })).optional(),
     })
     .optional(),
 });

@@ -131,6 +131,12 @@ const EnvSchema = z.object({
    */
   INVOCATION_BUDGET_MS: z.coerce.number().int().min(100).max(3_600_000).default(50_000),
   /**
+   * At most this many LB Deployments with a pod-template change in progress
+   * at once (docs/operations.md "Rollout budget"); 0, the default, is no
+   * limit: every Gateway's rollout starts at once, as with Meridio-2.
+   */
+  LB_ROLLOUT_BUDGET: z.coerce.number().int().min(0).max(10_000).default(0),
+  /**
    * Identifies this replica in Events (reportingInstance). The default is a
    * function: a value computed when this module loads would be the image
    * builder's host name in the startup snapshot.

@@ -35,7 +35,8 @@ async function handle(incoming: Incoming, invocation: Invocation, deps: HandlerD
   if (incoming.kind === 'dead-letter') return reconcileDeadLetter(incoming.key, incoming.error, caller, deps);
   // 4. Read the lists the decision needs, decide the affected Gateways and
   //    classes, and keep the Gateways whose reconcile would write.
-  const scope = { controllerName: deps.reconcile.settings.controllerName, namespaces: deps.namespaces };
+  const budget = deps.reconcile.settings.rolloutBudget ?? 0;
+  const scope = { controllerName: deps.reconcile.settings.controllerName, namespaces: deps.namespaces, ...(budget > 0 && { rollout: { budget, templateHash: deps.reconcile.template.hash } }) };
   const work = incoming.kind === 'ping'
     ? await resyncPass(caller.api, scope, deps.reconcile)
     : await affectedByEvent(caller.api, scope, incoming, deps.reconcile);

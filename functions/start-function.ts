@@ -52,10 +52,12 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
       settings: {
         controllerName: config.CONTROLLER_NAME,
         lbServiceAccount: config.LB_SERVICE_ACCOUNT,
+        rolloutBudget: config.LB_ROLLOUT_BUDGET,
         ...(config.LB_PDB_MAX_UNAVAILABLE !== undefined && { lbPodDisruptionBudget: config.LB_PDB_MAX_UNAVAILABLE }),
       },
       clock: () => new Date(),
       instance: config.POD_NAME,
+      namespaces: config.WATCH_NAMESPACES,
     },
     namespaces: config.WATCH_NAMESPACES,
     sink: config.K_SINK,

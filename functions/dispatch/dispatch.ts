@@ -1,6 +1,9 @@
 import type { Incoming } from '../../events/incoming.js';
 import type { GatewayKey } from '../../api/gateway-key.js';
-import { GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../../api/schemas.js';
+import { DeploymentSchema, GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../../api/schemas.js';
+import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
+import type { RolloutCensus } from '../reconcile/plan/plan-types.js';
+import { nextInLine, rolloutState } from '../reconcile/plan/rollout-budget.js';
 import { hintOf } from '../reconcile/plan/gateway-reads.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import {
@@ -30,6 +33,8 @@ export interface EventLists {
   local?: Gateway[];
   /** The Gateways of every served namespace. */
   served?: Gateway[];
+  /** Every LB Deployment and Gateway served, for the rollout budget's line. */
+  census?: RolloutCensus;
 }
 
 export type ListName = keyof EventLists;
@@ -40,14 +45,15 @@ export type ListName = keyof EventLists;
  * class default reaches Gateways in every namespace, so those are listed only
  * when some class names the configuration.
  */
-export function listsNeeded(incoming: ApiServerIncoming, lists: EventLists): ListName[] {
+export function listsNeeded(incoming: ApiServerIncoming, lists: EventLists, scope: DispatchScope): ListName[] {
   const missing = (...names: ListName[]): ListName[] => names.filter((n) => lists[n] === undefined);
   switch (incoming.resource.kind) {
     case 'Gateway':
       return [];
     case 'Deployment':
       // Resource mode names the owner; reference mode only the Deployment's name.
-      return incoming.object ? [] : missing('local');
+      if (!incoming.object) return missing('local');
+      return settledLbRollout(incoming.object, scope) ? missing('census') : [];
     case 'GatewayConfiguration': {
       const first = missing('local', 'classes');
       if (first.length > 0) return first;
@@ -58,6 +64,18 @@ export function listsNeeded(incoming: ApiServerIncoming, lists: EventLists): Lis
     case 'L34Route':
       return missing('served');
   }
+}
+
+/** An LB Deployment of ours whose rollout is over, under a rollout budget: its event may free a slot. */
+function settledLbRollout(object: unknown, scope: DispatchScope): boolean {
+  if (!scope.rollout || scope.rollout.budget <= 0) return false;
+  const deployment = DeploymentSchema.safeParse(object);
+  return deployment.success && deployment.data.metadata.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_VALUE && rolloutState(deployment.data) === 'settled';
+}
+
+function keyFromRef(ref: string): GatewayKey {
+  const slash = ref.indexOf('/');
+  return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
 }
 
 /** What an API event affects. */
@@ -112,7 +130,10 @@ export function dispatch(incoming: ApiServerIncoming, lists: EventLists, scope: 
     case 'Deployment': {
       if (object) {
         const owner = deploymentOwner(object);
-        return { targets: targets(scope, owner ? [owner] : []), classes: [] };
+        // A rollout that settled frees a slot: the next in line goes now,
+        // not at the next resync.
+        const next = lists.census && scope.rollout ? nextInLine(scope.rollout.budget, lists.census, scope.rollout.templateHash).map(keyFromRef) : [];
+        return { targets: targets(scope, [...(owner ? [owner] : []), ...next]), classes: [] };
       }
       const local = lists.local ?? [];
       return { targets: targets(scope, gatewaysByDeploymentName(local, ns, resource.name), local), classes: [] };

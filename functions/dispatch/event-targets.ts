@@ -3,6 +3,7 @@ import type { Gateway } from '../../api/schemas.js';
 import { dispatch, listsNeeded, type Affected, type ApiServerIncoming, type EventLists, type ListName } from './dispatch.js';
 import { driftedTargets, type PlanningDeps } from './resync.js';
 import type { DispatchScope } from './target.js';
+import { readRolloutCensus } from '../reconcile/rollout-census.js';
 
 // The shell around dispatch for one API event: read the lists dispatch asks
 // for (each at most once), let it decide, then cut a fan-out to the Gateways
@@ -23,13 +24,15 @@ async function readList(api: KubeApi, scope: DispatchScope, incoming: ApiServerI
       return { local: await gatewaysIn(api, scope, incoming.resource.namespace ?? '') };
     case 'served':
       return { served: await gatewaysIn(api, scope) };
+    case 'census':
+      return { census: await readRolloutCensus(api, scope.namespaces) };
   }
 }
 
 /** The lists dispatch asks for, read in parallel, until it asks for nothing more. */
 export async function readEventLists(api: KubeApi, scope: DispatchScope, incoming: ApiServerIncoming): Promise<EventLists> {
   let lists: EventLists = {};
-  for (let needed = listsNeeded(incoming, lists); needed.length > 0; needed = listsNeeded(incoming, lists)) {
+  for (let needed = listsNeeded(incoming, lists, scope); needed.length > 0; needed = listsNeeded(incoming, lists, scope)) {
     const read = await Promise.all(needed.map((name) => readList(api, scope, incoming, name)));
     lists = Object.assign({}, lists, ...read) as EventLists;
   }

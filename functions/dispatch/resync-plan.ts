@@ -9,7 +9,7 @@ import { planClass } from '../gatewayclass/plan.js';
 import { classParametersRef, readableRef } from '../reconcile/plan/parameters-ref.js';
 import { readsOf } from '../reconcile/plan/gateway-reads.js';
 import { plan } from '../reconcile/plan/plan.js';
-import type { Observed, Plan, PlanInput } from '../reconcile/plan/plan-types.js';
+import type { Observed, Planned, PlanInput } from '../reconcile/plan/plan-types.js';
 import { gatewayKeyText, parentGatewayKey, routeScope } from '../reconcile/plan/route-attachment.js';
 import { pdbAction } from '../reconcile/plan/render-pdb.js';
 import type { Deployment, Gateway, GatewayClass, GatewayConfiguration, L34Route, Namespace, PodDisruptionBudget } from '../../api/schemas.js';
@@ -83,9 +83,15 @@ export function observedFromLists(gateway: Gateway, deployment: Deployment | nul
   };
 }
 
-/** The plan would write something: the Deployment (create or update), the status, or an Event. */
-export function planWrites(p: Plan): boolean {
-  return p.outcome === 'needs-write' || p.deployment.action !== 'none' || p.statusChanged || p.events.length > 0;
+/**
+ * The plan would write something: the Deployment (create or update), the
+ * status, or an Event. A plan that asks for the rollout census (a rollout the
+ * budget must judge) counts as a write: the resync's lists are pages, not the
+ * census, so its reconcile decides; that also re-checks every queued Gateway
+ * at every resync, the backstop of the wake in dispatch.
+ */
+export function planWrites(p: Planned): boolean {
+  return p.outcome === 'needs-write' || p.outcome === 'needs-reads' || p.deployment.action !== 'none' || p.statusChanged || p.events.length > 0;
 }
 
 /** True when a reconcile of this Gateway, reading these objects, would write anything. */

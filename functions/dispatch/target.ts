@@ -9,6 +9,8 @@ export interface DispatchScope {
   controllerName: string;
   /** Namespaces served; empty means all. */
   namespaces: string[];
+  /** LB_ROLLOUT_BUDGET and the template's hash: a settled LB rollout wakes the next in line. */
+  rollout?: { budget: number; templateHash: string };
 }
 
 /** A Gateway to reconcile, with what dispatch already knows of what it names (observe-hint.ts). */

@@ -11,6 +11,7 @@ import { pdbAction, pdbEvent } from './plan/render-pdb.js';
 import type { Deployment } from '../../api/schemas.js';
 import { recordEvent, recordEventOnce } from './record-event.js';
 import { planRouteFeedback } from './plan/route-feedback.js';
+import { readRolloutCensus } from './rollout-census.js';
 import type { Template } from './template.js';
 
 // The imperative shell around the pure planner: observe → plan → write the
@@ -27,6 +28,8 @@ export interface ReconcileDeps {
   clock: () => Date;
   /** Names this replica in Events. */
   instance: string;
+  /** The watched namespaces (empty: all): where the rollout census lists. */
+  namespaces?: readonly string[];
 }
 
 export interface ReconcileResult extends InvocationResult<Outcome> {
@@ -89,7 +92,13 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
     throw new Conflict('the Deployment records newer inputs than this observation read: observing again');
   }
   const input: PlanInput = { template: deps.template, settings: deps.settings, ...(options.retriesExhausted ? { retriesExhausted: options.retriesExhausted } : {}) };
-  const first = plan(observed, input, conditionTime(now));
+  let first = plan(observed, input, conditionTime(now));
+  if (first.outcome === 'needs-reads') {
+    // The planner asked: a pod-template change the rollout budget must judge.
+    const census = await readRolloutCensus(deps.api, deps.namespaces ?? []);
+    first = plan({ ...observed, rollouts: census }, input, conditionTime(now));
+    if (first.outcome === 'needs-reads') throw new Error('the planner asked for the rollout census twice');
+  }
   let settled: SettledPlan;
   let next: Delivery = 'settle';
   let liveDeployment = observed.deployment;

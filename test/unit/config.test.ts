@@ -26,6 +26,7 @@ describe('loadConfig', () => {
       BODY_LIMIT_BYTES: 1024 * 1024,
       API_REQUEST_TIMEOUT_MS: 10_000,
       INVOCATION_BUDGET_MS: 50_000,
+      LB_ROLLOUT_BUDGET: 0,
       POD_NAME: hostname(),
       SINK_OIDC_TOKEN_FILE: '/oidc/token',
       SENDER_AUTH: 'off',
@@ -49,6 +50,7 @@ describe('loadConfig', () => {
       BODY_LIMIT_BYTES: '2048',
       API_REQUEST_TIMEOUT_MS: '2500',
       INVOCATION_BUDGET_MS: '30000',
+      LB_ROLLOUT_BUDGET: '2',
       POD_NAME: 'fn-abc',
       SINK_OIDC_TOKEN_FILE: '/var/run/oidc/token',
       K_CE_OVERRIDES: '{"extensions":{"cluster":"east"}}',
@@ -65,6 +67,7 @@ describe('loadConfig', () => {
       BODY_LIMIT_BYTES: 2048,
       API_REQUEST_TIMEOUT_MS: 2500,
       INVOCATION_BUDGET_MS: 30_000,
+      LB_ROLLOUT_BUDGET: 2,
       POD_NAME: 'fn-abc',
       SINK_OIDC_TOKEN_FILE: '/var/run/oidc/token',
       SENDER_AUTH: 'off',
@@ -136,6 +139,10 @@ describe('loadConfig: bad values stop startup, naming the variable', () => {
 
   it('an invalid PORT', () => {
     for (const PORT of ['abc', '0', '-1', '65536', '80.5', '8080x']) expect(configError({ PORT }).message).toContain('PORT');
+  });
+
+  it('an invalid LB_ROLLOUT_BUDGET', () => {
+    for (const LB_ROLLOUT_BUDGET of ['one', '-1', '1.5', '10001']) expect(configError({ LB_ROLLOUT_BUDGET }).message).toContain('LB_ROLLOUT_BUDGET');
   });
 
   it('an invalid BODY_LIMIT_BYTES', () => {

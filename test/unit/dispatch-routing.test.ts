@@ -6,7 +6,9 @@
 import { parseIncoming, type Incoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { WATCHED_KINDS, WATCHED_RESOURCES, type WatchedKind } from '../../api/watched-resources.js';
-import type { Gateway, GatewayClass } from '../../api/schemas.js';
+import { DeploymentSchema, type Deployment, type Gateway, type GatewayClass } from '../../api/schemas.js';
+import type { DispatchScope } from '../../functions/dispatch/target.js';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, CONDITION_ACCEPTED, CONDITION_APPLIED, LABEL_MANAGED_BY, MANAGED_BY_VALUE, TEMPLATE_HASH } from '../../api/names.js';
 import { dispatch, listsNeeded, type ApiServerIncoming, type EventLists } from '../../functions/dispatch/dispatch.js';
 
 const CONTROLLER = 'gateway-controller.meridio-2.nordix.org/controller';
@@ -51,15 +53,16 @@ function refEvent(kind: WatchedKind, name: string, namespace?: string): ApiServe
 }
 
 /** listsNeeded, then dispatch, with lists served from `world`; also returns the order lists were asked for. */
-function route(incoming: ApiServerIncoming, world: { classes: GatewayClass[]; gateways: Gateway[] }, scope = SCOPE) {
+function route(incoming: ApiServerIncoming, world: { classes: GatewayClass[]; gateways: Gateway[]; deployments?: Deployment[] }, scope: DispatchScope = SCOPE) {
   const asked: string[][] = [];
   let lists: EventLists = {};
-  for (let needed = listsNeeded(incoming, lists); needed.length > 0; needed = listsNeeded(incoming, lists)) {
+  for (let needed = listsNeeded(incoming, lists, scope); needed.length > 0; needed = listsNeeded(incoming, lists, scope)) {
     asked.push(needed);
     for (const name of needed) {
       if (name === 'classes') lists = { ...lists, classes: world.classes };
       if (name === 'local') lists = { ...lists, local: world.gateways.filter((g) => g.metadata.namespace === incoming.resource.namespace) };
       if (name === 'served') lists = { ...lists, served: world.gateways.filter((g) => scope.namespaces.length === 0 || scope.namespaces.includes(g.metadata.namespace ?? '')) };
+      if (name === 'census') lists = { ...lists, census: { gateways: world.gateways, deployments: world.deployments ?? [] } };
     }
   }
   const affected = dispatch(incoming, lists, scope);
@@ -134,6 +137,37 @@ describe('routing an API event, for every watched kind', () => {
     const scope = { controllerName: CONTROLLER, namespaces: ['a'] };
     expect(route(refEvent('GatewayClass', 'ours'), WORLD, scope).keys).toEqual(['a/gw-default']);
     expect(route(refEvent('Gateway', 'gw-x', 'b'), WORLD, scope).keys).toEqual([]);
+  });
+});
+
+describe('a settled LB rollout under the rollout budget', () => {
+  const lbObject = (gw: string, o: { hash: string; generation?: number }) => ({
+    metadata: {
+      name: `sllbr-${gw}`,
+      namespace: 'a',
+      generation: o.generation ?? 1,
+      labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE },
+      annotations: { [APPLIED_CONFIGURATION_NAME]: 'c', [APPLIED_CONFIGURATION_UID]: 'u', [APPLIED_CONFIGURATION_GENERATION]: '1', [APPLIED_GATEWAY_GENERATION]: '1', [TEMPLATE_HASH]: o.hash },
+      ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gw, uid: `u-${gw}`, controller: true }],
+    },
+    spec: { replicas: 1, template: { spec: { containers: [{ name: 'lb', image: 'lb' }] } } },
+    status: { observedGeneration: o.generation ?? 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 },
+  });
+  const accepted = (gw: Gateway): Gateway => ({ ...gw, status: { conditions: [{ type: CONDITION_ACCEPTED, status: 'True', reason: 'Accepted', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }, { type: CONDITION_APPLIED, status: 'True', reason: 'Applied', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] } }) as Gateway;
+  const world = {
+    classes: WORLD.classes,
+    gateways: ['g1', 'g2', 'g3'].map((n) => accepted(gateway('a', n))),
+    deployments: [lbObject('g1', { hash: 'new' }), lbObject('g2', { hash: 'old' }), lbObject('g3', { hash: 'old' })].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })),
+  };
+  const budgeted: DispatchScope = { ...SCOPE, rollout: { budget: 1, templateHash: 'new' } };
+
+  it('wakes the owner and the first Gateway in line, from one census', () => {
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), world, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+  });
+
+  it('reads nothing more while the rollout is in progress, or without a budget', () => {
+    expect(route(resourceEvent('Deployment', { ...lbObject('g1', { hash: 'new', generation: 2 }), status: { observedGeneration: 1 } }), world, budgeted)).toMatchObject({ asked: [], keys: ['a/g1'] });
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), world)).toMatchObject({ asked: [], keys: ['a/g1'] });
   });
 });
 

@@ -2,7 +2,7 @@
 // containers, like Meridio-2's), builders for the objects the planner reads,
 // and a stand-in for the API server's defaulting of a written Deployment.
 import { plan as planGateway, planStatus } from '../../functions/reconcile/plan/plan.js';
-import type { Observed, Plan, PlanInput, SettledPlan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
+import type { Observed, Plan, Planned, PlanInput, SettledPlan, WriteFailure } from '../../functions/reconcile/plan/plan-types.js';
 import { parseQuantity } from '../../functions/reconcile/plan/quantity.js';
 import {
   DeploymentSchema,
@@ -171,9 +171,17 @@ export function route(
 /** Everything one plan() call takes, in one object for the tests' convenience: the API objects, the input and the clock. */
 export type Scenario = Observed & PlanInput & { now: string };
 
-export function plan(s: Scenario): Plan {
+/** What plan() answers for a scenario, reads requested included. */
+export function planned(s: Scenario): Planned {
   const { template, settings, retriesExhausted, now, ...observed } = s;
   return planGateway(observed, { template, settings, ...(retriesExhausted ? { retriesExhausted } : {}) }, now);
+}
+
+/** The plan of a scenario that needs no further reads (fails the test otherwise). */
+export function plan(s: Scenario): Plan {
+  const p = planned(s);
+  if (p.outcome === 'needs-reads') throw new Error(`expected a plan, got a request to read the ${p.reads}`);
+  return p;
 }
 
 /** The plan of a scenario that needs no Deployment write (fails the test otherwise). */

@@ -22,6 +22,8 @@ export const CONDITION_ACCEPTED = 'Accepted';
 export const CONDITION_PROGRAMMED = 'Programmed';
 export const CONDITION_APPLIED = 'meridio-2.nordix.org/GatewayConfigurationApplied';
 export const CONDITION_LB_AVAILABLE = 'meridio-2.nordix.org/LoadBalancerAvailable';
+/** The reason of GatewayConfigurationApplied while the rollout budget holds a rollout back. */
+export const ROLLOUT_QUEUED = 'RolloutQueued';
 
 export type Severity = 'critical' | 'warning';
 
@@ -69,7 +71,8 @@ export const ALERTS: readonly Alert[] = [
   {
     name: 'MeridioGatewayConfigurationNotApplied',
     group: 'gateways',
-    expr: gatewayCondition(CONDITION_APPLIED, '="False"', [...GATEWAY, 'reason']),
+    // A rollout the budget holds back is not a failure: its own alert below.
+    expr: gatewayCondition(CONDITION_APPLIED, `="False", reason!="${ROLLOUT_QUEUED}"`, [...GATEWAY, 'reason']),
     for: '15m',
     severity: 'critical',
     summary: `Gateway ${gw}: the latest configuration is not applied ({{ $labels.reason }})`,
@@ -78,6 +81,18 @@ export const ALERTS: readonly Alert[] = [
       `its ${CONDITION_APPLIED} condition has been False with reason {{ $labels.reason }} for ${inWords('15m')}. ` +
       'The LB Pods keep serving with the configuration applied before. The condition\'s message names the applied and the latest GatewayConfiguration generation and the error that refused the write.',
     runbook: 'meridiogatewayconfigurationnotapplied',
+  },
+  {
+    name: 'MeridioGatewayRolloutQueued',
+    group: 'gateways',
+    expr: gatewayCondition(CONDITION_APPLIED, `="False", reason="${ROLLOUT_QUEUED}"`, GATEWAY),
+    for: '1h',
+    severity: 'warning',
+    summary: `Gateway ${gw}: its LB rollout has waited for the rollout budget for ${inWords('1h')}`,
+    description:
+      `Gateway ${gw} (class {{ $labels.gatewayclass }}) has a pod-template change that LB_ROLLOUT_BUDGET has held back for ${inWords('1h')}: ` +
+      'the LB Deployments ahead of it are still rolling. A rollout that never completes (Pods that never become ready, a progress deadline exceeded) keeps its slot, which is what stops a bad LB template; the condition\'s message names the Deployments holding the slots.',
+    runbook: 'meridiogatewayrolloutqueued',
   },
   {
     name: 'MeridioGatewayNotAccepted',

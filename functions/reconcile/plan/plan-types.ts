@@ -24,12 +24,17 @@ export interface Observed {
   // The live PodDisruptionBudget sllbr-<gateway>, whoever owns it (null:
   // absent); read only with the PDB setting on, undefined otherwise.
   pdb?: PodDisruptionBudget | null;
+  // Every LB Deployment and Gateway in scope, read only when the planner asks
+  // (a pod-template change under the rollout budget: ReadsPlan).
+  rollouts?: RolloutCensus;
 }
 
 /** Process configuration the render depends on. */
 export interface Settings {
   controllerName: string;
   lbServiceAccount: string;
+  /** LB_ROLLOUT_BUDGET: at most this many LB pod-template rollouts at once; absent or 0: no limit. */
+  rolloutBudget?: number;
   // LB_PDB_MAX_UNAVAILABLE: absent, no PodDisruptionBudgets (render-pdb.ts).
   lbPodDisruptionBudget?: LbPdbSetting;
 }
@@ -140,8 +145,8 @@ export interface RegardedEvent {
   event: PlannedEvent;
 }
 
-export type SettledOutcome = 'not-found' | 'not-ours' | 'invalid' | 'collision' | 'in-sync' | 'write-failed' | 'applied';
-export type Outcome = SettledOutcome | 'needs-write';
+export type SettledOutcome = 'not-found' | 'not-ours' | 'invalid' | 'collision' | 'in-sync' | 'write-failed' | 'applied' | 'rollout-queued';
+export type Outcome = SettledOutcome | 'needs-write' | 'needs-reads';
 
 export type DeploymentWrite = { action: 'create'; object: Deployment } | { action: 'update'; object: Deployment };
 
@@ -174,6 +179,32 @@ export interface WritePlan {
   pending: PendingStatus;
 }
 
+/** The plan needs more reads before it can decide: the rollout census (rollout-budget.ts). */
+export interface ReadsPlan {
+  outcome: 'needs-reads';
+  reads: 'rollout-census';
+}
+
 export type Plan = SettledPlan | WritePlan;
+
+/** What plan() answers: a plan, or the reads it needs first. */
+export type Planned = Plan | ReadsPlan;
+
+/** What the budget is decided from: every LB Deployment and Gateway of this controller in scope. */
+export interface RolloutCensus {
+  deployments: Deployment[];
+  gateways: Gateway[];
+}
+
+export interface BudgetVerdict {
+  go: boolean;
+  /** namespace/name of the LB Deployments holding the slots. */
+  rolling: string[];
+  /** namespace/name of the Gateways that go before this one. */
+  ahead: string[];
+}
+
+/** Why a due write was not made: the rollout budget queued it. */
+export type Queued = BudgetVerdict & { budget: number };
 
 export type DeploymentAction = Plan['deployment'];

@@ -11,16 +11,17 @@ import { admissionChange } from './admission-record.js';
 import { deploymentAction } from './deployment-action.js';
 import { gatewayFacts, untouched } from './gateway-facts.js';
 import { planNotOurs } from './not-ours.js';
-import type { GatewayFacts, Observed, PendingStatus, Plan, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
+import type { GatewayFacts, Observed, PendingStatus, Planned, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
 import { collisionEvent, invalidEvents, newVerdict, writeEvents } from './planned-events.js';
 import { renderDeployment } from './render-deployment.js';
+import { changesPodTemplate, rolloutBudget } from './rollout-budget.js';
 import { renderedProblem } from './rendered-checks.js';
 import { settledPlan } from './settled-plan.js';
 import { acceptedConditions, collisionConditions, invalidConditions } from './status-decisions.js';
 import { validateParameters } from './validate-configuration.js';
 import type { Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 
-export function plan(observed: Observed, input: PlanInput, now: string): Plan {
+export function plan(observed: Observed, input: PlanInput, now: string): Planned {
   const { gateway } = observed;
   // Deleted, or being deleted: the garbage collector removes the Deployment.
   if (gateway === null || gateway.metadata.deletionTimestamp !== undefined) return untouched('not-found');
@@ -69,7 +70,7 @@ function planCollision(facts: GatewayFacts, configuration: GatewayConfiguration)
   return settledPlan(facts, conditions.all, { action: 'none' }, events, 'collision');
 }
 
-function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration): Plan {
+function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration): Planned {
   const { gateway, input } = facts;
   const rendered = renderDeployment({
     template: input.template.deployment,
@@ -93,14 +94,22 @@ function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration):
     before: facts.ours,
   };
   const write = deploymentAction(facts, pending.rendered, pending.current, pending.enforceReplicas);
-  if (write !== null) return { outcome: 'needs-write', deployment: write, pending };
-  return acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null });
+  if (write === null) return acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null });
+  const budget = input.settings.rolloutBudget ?? 0;
+  // Creates and changes that leave the pod template alone never wait.
+  if (budget > 0 && write.action === 'update' && facts.ours !== null && changesPodTemplate(facts.ours, write.object)) {
+    const census = facts.observed.rollouts;
+    if (census === undefined) return { outcome: 'needs-reads', reads: 'rollout-census' };
+    const verdict = rolloutBudget(gateway, budget, census, { templateHash: input.template.hash, configuration });
+    if (!verdict.go) return acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null, queued: { ...verdict, budget } });
+  }
+  return { outcome: 'needs-write', deployment: write, pending };
 }
 
 function acceptedPlan(pending: PendingStatus, action: SettledPlan['deployment'], write: Parameters<typeof acceptedConditions>[1] & { written: boolean; admittedPaths: string[] | null }): SettledPlan {
   const { facts } = pending;
   const conditions = acceptedConditions(pending, write);
   const events = writeEvents(facts, { before: pending.before, written: write.written, admittedPaths: write.admittedPaths, applied: conditions.applied, failure: write.failure });
-  const outcome = write.failure !== undefined ? 'write-failed' : write.written ? 'applied' : 'in-sync';
+  const outcome = write.failure !== undefined ? 'write-failed' : write.written ? 'applied' : write.queued !== undefined ? 'rollout-queued' : 'in-sync';
   return settledPlan(facts, conditions.all, action, events, outcome);
 }

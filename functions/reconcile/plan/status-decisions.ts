@@ -6,7 +6,8 @@ import { readAppliedState, sameConfiguration, sameState } from './applied-annota
 import { findCondition, type ConditionSpec } from './conditions.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../../api/names.js';
 import { condition } from './gateway-facts.js';
-import type { AppliedState, GatewayFacts, PendingStatus, WriteFailure } from './plan-types.js';
+import type { AppliedState, GatewayFacts, PendingStatus, Queued, WriteFailure } from './plan-types.js';
+import { ROLLOUT_QUEUED } from './rollout-budget.js';
 import { controllerOf } from './render-deployment.js';
 import { GATEWAY_KIND } from '../../../api/names.js';
 import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
@@ -60,6 +61,25 @@ export function appliedCondition(
     'False',
     'ApplyFailed',
     `${versus}: the written Deployment does not record the current inputs`,
+  );
+}
+
+/** At most this many names in a message; the count says how many there are. */
+const NAMED_MAX = 3;
+const named = (refs: string[]): string => (refs.length <= NAMED_MAX ? refs.join(', ') : `${refs.slice(0, NAMED_MAX).join(', ')}, ...`);
+
+// A pod-template change the rollout budget holds back: not applied, and the
+// message says what is ahead of it. Programmed is untouched: the Deployment
+// still serves what it has.
+function queuedCondition(ctx: GatewayFacts, pending: PendingStatus, queued: Queued): ConditionSpec {
+  const rolling = queued.rolling.length === 0 ? 'no rollout in progress' : `${queued.rolling.length} in progress (${named(queued.rolling)})`;
+  const ahead = queued.ahead.length === 0 ? 'no Gateway queued before it' : `${queued.ahead.length} Gateway${queued.ahead.length === 1 ? '' : 's'} queued before it (${named(queued.ahead)})`;
+  return condition(
+    ctx,
+    CONDITION_APPLIED,
+    'False',
+    ROLLOUT_QUEUED,
+    `Deployment ${ctx.ref} has ${describeApplied(readAppliedState(ctx.ours), pending.configuration)} applied, latest is generation ${pending.current.configurationGeneration}; its rollout waits for the rollout budget (${queued.budget} at once): ${rolling}, ${ahead}`,
   );
 }
 
@@ -164,7 +184,7 @@ export function collisionConditions(ctx: GatewayFacts, configuration: GatewayCon
 // traffic, and Applied carries the failure. Without one, only a permanent
 // failure (a refused create) makes it False; transient and persistent
 // failures leave it exactly as stored.
-export function acceptedConditions(pending: PendingStatus, write: { failure: WriteFailure | undefined }): { applied: ConditionSpec; all: ConditionSpec[] } {
+export function acceptedConditions(pending: PendingStatus, write: { failure: WriteFailure | undefined; queued?: Queued }): { applied: ConditionSpec; all: ConditionSpec[] } {
   const ctx = pending.facts;
   const { failure } = write;
   const programmed: ConditionSpec | null = ctx.ours
@@ -174,7 +194,9 @@ export function acceptedConditions(pending: PendingStatus, write: { failure: Wri
       : findCondition(ctx.stored, CONDITION_PROGRAMMED)
         ? null
         : condition(ctx, CONDITION_PROGRAMMED, 'Unknown', 'Pending', MESSAGE_WAITING);
-  const applied = appliedCondition(ctx, pending.configuration, pending.current, readAppliedState(ctx.ours), failure);
+  const applied = write.queued
+    ? queuedCondition(ctx, pending, write.queued)
+    : appliedCondition(ctx, pending.configuration, pending.current, readAppliedState(ctx.ours), failure);
   return { applied, all: [acceptedTrue(ctx), ...(programmed ? [programmed] : []), applied, lbAvailable(ctx)] };
 }
 

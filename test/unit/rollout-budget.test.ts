@@ -1,0 +1,233 @@
+// The rollout budget's decisions, from observed Deployments and Gateways only.
+// The rollout states follow `kubectl rollout status` (k8s.io/kubectl
+// polymorphichelpers DeploymentStatusViewer), the oracle for "in progress".
+import fc from 'fast-check';
+import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, CONDITION_ACCEPTED, CONDITION_APPLIED, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
+import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
+import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js';
+import { nextInLine, rolloutBudget, rolloutState, ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js';
+import { CONDITION_PROGRAMMED } from '../../api/names.js';
+import type { Scenario } from './reconcile-fixtures.js';
+import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
+
+const OLD_HASH = 'template-hash-0';
+const CONFIGURATION = gatewayConfiguration({}, { generation: 3 });
+const CURRENT = { templateHash: TEMPLATE_HASH, configuration: CONFIGURATION };
+
+interface LbOptions {
+  hash?: string;
+  configurationGeneration?: number;
+  generation?: number;
+  status?: Record<string, unknown>;
+  replicas?: number;
+}
+
+const SETTLED = { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 2, readyReplicas: 2 };
+
+function lb(gw: string, o: LbOptions = {}): Deployment {
+  return DeploymentSchema.parse({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: `sllbr-${gw}`,
+      namespace: NS,
+      generation: o.generation ?? 1,
+      ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gw, uid: `uid-${gw}`, controller: true }],
+      annotations: {
+        [APPLIED_CONFIGURATION_NAME]: 'gc1',
+        [APPLIED_CONFIGURATION_UID]: GC_UID,
+        [APPLIED_CONFIGURATION_GENERATION]: String(o.configurationGeneration ?? 3),
+        [APPLIED_GATEWAY_GENERATION]: '1',
+        [TEMPLATE_HASH_KEY]: o.hash ?? TEMPLATE_HASH,
+      },
+    },
+    spec: { replicas: o.replicas ?? 2, template: { metadata: {}, spec: { containers: [{ name: 'lb', image: 'lb:1' }] } } },
+    status: o.status ?? SETTLED,
+  });
+}
+
+const cond = (type: string, status: string, reason: string) => ({ type, status, reason, message: '', lastTransitionTime: NOW });
+
+function gw(name: string, conditions: { accepted?: boolean; queued?: boolean } = {}): Gateway {
+  return gateway({
+    name,
+    uid: `uid-${name}`,
+    status: {
+      conditions: [
+        cond(CONDITION_ACCEPTED, conditions.accepted === false ? 'False' : 'True', conditions.accepted === false ? 'InvalidParameters' : 'Accepted'),
+        conditions.queued ? cond(CONDITION_APPLIED, 'False', ROLLOUT_QUEUED) : cond(CONDITION_APPLIED, 'True', 'Applied'),
+      ],
+      addresses: [],
+    },
+  } as Parameters<typeof gateway>[0]);
+}
+
+describe('rolloutState, as kubectl rollout status judges a Deployment', () => {
+  it.each([
+    ['settled: every replica updated and available', {}, SETTLED, 'settled'],
+    ['the controller has not seen the latest spec', { generation: 2 }, SETTLED, 'rolling'],
+    ['fewer updated replicas than wanted', {}, { ...SETTLED, updatedReplicas: 1 }, 'rolling'],
+    ['old replicas still terminating', {}, { ...SETTLED, replicas: 3 }, 'rolling'],
+    ['updated replicas not yet available', {}, { ...SETTLED, availableReplicas: 1 }, 'rolling'],
+    ['the progress deadline passed', {}, { ...SETTLED, updatedReplicas: 1, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] }, 'stuck'],
+    ['still progressing (NewReplicaSetAvailable is the settled reason)', {}, { ...SETTLED, conditions: [{ type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }] }, 'settled'],
+  ])('%s', (_, meta, status, expected) => {
+    expect(rolloutState(lb('a', { ...meta, status }))).toBe(expected);
+  });
+
+  it('a Deployment with no status yet (just created) is rolling', () => {
+    expect(rolloutState(lb('a', { status: {} }))).toBe('rolling');
+  });
+});
+
+describe('rolloutBudget', () => {
+  const five = ['a', 'b', 'c', 'd', 'e'];
+
+  it('after a template change, of five Gateways in sync before it, only the first in line goes with a budget of 1', () => {
+    const census: RolloutCensus = { gateways: five.map((n) => gw(n)), deployments: five.map((n) => lb(n, { hash: OLD_HASH })) };
+    const verdicts = five.map((n) => rolloutBudget(gw(n), 1, census, CURRENT));
+    expect(verdicts.map((v) => v.go)).toEqual([true, false, false, false, false]);
+    expect(verdicts[3]).toEqual({ go: false, rolling: [], ahead: [`${NS}/a`, `${NS}/b`, `${NS}/c`] });
+  });
+
+  it('a rolling Deployment holds its slot; once it settles on the new template, the next goes', () => {
+    const rolling: RolloutCensus = { gateways: five.map((n) => gw(n)), deployments: [lb('a', { generation: 2 }), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    expect(rolloutBudget(gw('b'), 1, rolling, CURRENT)).toEqual({ go: false, rolling: [`${NS}/sllbr-a`], ahead: [] });
+    const settled: RolloutCensus = { ...rolling, deployments: [lb('a'), ...rolling.deployments.slice(1)] };
+    expect(five.map((n) => rolloutBudget(gw(n), 1, settled, CURRENT).go)).toEqual([true, true, false, false, false]);
+    // 'a' is in sync: it would plan no write at all; 'b' is first in line.
+    expect(rolloutBudget(gw('b'), 1, settled, CURRENT).ahead).toEqual([]);
+  });
+
+  it('a stuck rollout keeps its slot: the others stay queued', () => {
+    const stuck = lb('a', { status: { ...SETTLED, updatedReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] } });
+    const census: RolloutCensus = { gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [stuck, ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    expect(five.slice(1).map((n) => rolloutBudget(gw(n, { queued: true }), 1, census, CURRENT).go)).toEqual([false, false, false, false]);
+    expect(nextInLine(1, census, TEMPLATE_HASH)).toEqual([]);
+  });
+
+  it("a Gateway's own rolling Deployment takes no second slot", () => {
+    const census: RolloutCensus = { gateways: [gw('a'), gw('b')], deployments: [lb('a', { generation: 2 }), lb('b')] };
+    expect(rolloutBudget(gw('a'), 1, census, CURRENT)).toEqual({ go: true, rolling: [], ahead: [] });
+  });
+
+  it('queued Gateways are in line even when their Deployment records the current template (their configuration moved)', () => {
+    const census: RolloutCensus = { gateways: [gw('a', { queued: true }), gw('b')], deployments: [lb('a'), lb('b')] };
+    expect(rolloutBudget(gw('b'), 1, census, CURRENT)).toEqual({ go: false, rolling: [], ahead: [`${NS}/a`] });
+    expect(rolloutBudget(gw('b'), 2, census, CURRENT).go).toBe(true);
+  });
+
+  it('a Gateway whose parameters are invalid is not in line: it would hold it forever', () => {
+    const census: RolloutCensus = { gateways: [gw('a', { accepted: false }), gw('b')], deployments: [lb('a', { hash: OLD_HASH }), lb('b', { hash: OLD_HASH })] };
+    expect(rolloutBudget(gw('b'), 1, census, CURRENT).go).toBe(true);
+  });
+
+  it('a Deployment behind on the shared GatewayConfiguration is in line (the fan-out of its edit is a burst too)', () => {
+    const census: RolloutCensus = { gateways: [gw('a'), gw('b')], deployments: [lb('a', { configurationGeneration: 2 }), lb('b', { configurationGeneration: 2 })] };
+    expect([rolloutBudget(gw('a'), 1, census, CURRENT).go, rolloutBudget(gw('b'), 1, census, CURRENT).go]).toEqual([true, false]);
+    // Another configuration's generations say nothing about this one.
+    const other = { ...CURRENT, configuration: gatewayConfiguration({}, { uid: 'uid-other', generation: 9 }) };
+    expect(rolloutBudget(gw('b'), 1, census, other).go).toBe(true);
+  });
+
+  it('nextInLine wakes the first of the line, one per free slot', () => {
+    const census: RolloutCensus = { gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [lb('a'), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    expect(nextInLine(1, census, TEMPLATE_HASH)).toEqual([`${NS}/b`]);
+    expect(nextInLine(3, census, TEMPLATE_HASH)).toEqual([`${NS}/b`, `${NS}/c`, `${NS}/d`]);
+    const oneRolling = { ...census, deployments: [lb('a'), lb('b', { generation: 2 }), ...census.deployments.slice(2)] };
+    expect(nextInLine(2, oneRolling, TEMPLATE_HASH)).toEqual([`${NS}/c`]);
+  });
+
+  it('reconciles that read the same lists never start more rollouts than the budget leaves (no overshoot among them)', () => {
+    const arbGateway = fc.record({
+      rolling: fc.constantFrom('no', 'yes', 'stuck'),
+      behind: fc.boolean(),
+      queued: fc.boolean(),
+      accepted: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(arbGateway, { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 4 }), (specs, budget) => {
+        const names = specs.map((_, i) => `g${i}`);
+        const deployments = specs.map((s, i) =>
+          lb(names[i] as string, {
+            hash: s.behind ? OLD_HASH : TEMPLATE_HASH,
+            ...(s.rolling === 'yes' ? { generation: 2 } : {}),
+            ...(s.rolling === 'stuck' ? { status: { ...SETTLED, updatedReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] } } : {}),
+          }),
+        );
+        const gateways = specs.map((s, i) => gw(names[i] as string, { queued: s.queued, accepted: s.accepted }));
+        const census = { gateways, deployments };
+        const inProgress = specs.filter((s) => s.rolling !== 'no').length;
+        // Every Gateway the lists show wanting a rollout (queued, or accepted
+        // and behind) that would start it now. A want the lists cannot show
+        // (a Gateway's own spec edit) is the bounded overshoot of design.md.
+        const wants = (i: number): boolean => specs[i]?.rolling === 'no' && (specs[i]?.queued === true || (specs[i]?.accepted === true && specs[i]?.behind === true));
+        const starters = gateways.filter((g, i) => wants(i) && rolloutBudget(g, budget, census, CURRENT).go);
+        return starters.length <= Math.max(0, budget - inProgress);
+      }),
+    );
+  });
+});
+
+describe('the planner under the rollout budget', () => {
+  // A Gateway in sync with the template, then the template's image changes.
+  const inSync = (): Scenario => {
+    let o = observed({ settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } });
+    for (let i = 0; i < 2; i++) o = invoke(o).next;
+    return o;
+  };
+  const newTemplate = (o: Scenario): Scenario => ({
+    ...o,
+    template: {
+      hash: 'template-hash-2',
+      deployment: templateDeployment((raw) => {
+        ((raw.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0] as { image: string }).image = 'lb:2';
+      }),
+    },
+  });
+  const other = (generation: number): Deployment => lb('other', { generation, hash: 'template-hash-2' });
+  const byType = <C extends { type: string }>(conditions: C[] | undefined, type: string): C | undefined => conditions?.find((c) => c.type === type);
+
+  it('a pod-template change asks for the rollout census first; a no-op asks for nothing', () => {
+    const o = inSync();
+    expect(planned(o).outcome).toBe('in-sync');
+    expect(planned(newTemplate(o))).toEqual({ outcome: 'needs-reads', reads: 'rollout-census' });
+  });
+
+  it('with the slot taken, no write: Applied False RolloutQueued saying what is ahead, Programmed untouched', () => {
+    const o = newTemplate(inSync());
+    const census: RolloutCensus = { gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(2)] };
+    const p = planned({ ...o, rollouts: census });
+    if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
+    expect(p.outcome).toBe('rollout-queued');
+    expect(p.deployment).toEqual({ action: 'none' });
+    const applied = byType(p.status?.conditions, CONDITION_APPLIED);
+    expect(applied).toMatchObject({ status: 'False', reason: ROLLOUT_QUEUED });
+    expect(applied?.message).toMatch(/waits for the rollout budget \(1 at once\): 1 in progress \(team-a\/sllbr-other\), no Gateway queued before it/);
+    expect(byType(p.status?.conditions, CONDITION_PROGRAMMED)).toEqual(byType(o.gateway?.status?.conditions, CONDITION_PROGRAMMED));
+    // Queued again with the same census: nothing to write.
+    const again = planned({ ...o, gateway: { ...(o.gateway as Gateway), status: { ...o.gateway?.status, conditions: p.status?.conditions ?? [] } } as Gateway, rollouts: census });
+    expect(again).toMatchObject({ outcome: 'rollout-queued', statusChanged: false, events: [] });
+  });
+
+  it('with a free slot, the write goes', () => {
+    const o = newTemplate(inSync());
+    const census: RolloutCensus = { gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(1)] };
+    expect(planned({ ...o, rollouts: census })).toMatchObject({ outcome: 'needs-write', deployment: { action: 'update' } });
+  });
+
+  it('a change that leaves the pod template alone (replicas) never waits, and reads no census', () => {
+    const o = inSync();
+    const scaled = { ...o, gatewayConfiguration: gatewayConfiguration({ horizontalScaling: { replicas: 3, enforceReplicas: true } }, { generation: 2 }) };
+    expect(planned(scaled)).toMatchObject({ outcome: 'needs-write', deployment: { action: 'update' } });
+  });
+
+  it('a create never waits', () => {
+    expect(planned(observed({ settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } }))).toMatchObject({ outcome: 'needs-write', deployment: { action: 'create' } });
+  });
+
+  it('without a budget, a pod-template change is written at once', () => {
+    const o = newTemplate(inSync());
+    expect(planned({ ...o, settings: { ...o.settings, rolloutBudget: 0 } })).toMatchObject({ outcome: 'needs-write' });
+  });
+});
