@@ -36,6 +36,19 @@ describe('resync by lists', () => {
   const deps = (sink?: string) => handlerDeps(reconcileDeps(), { namespaces: [w.ns()], sink, localConcurrency: 8 });
   const pass = (sink?: string): Promise<Handled> => invoke({ kind: 'ping' }, deps(sink), { type: 'dev.knative.sources.ping', id: `resync-${Date.now()}` }, { budgetMs: 120_000 });
 
+  /** A pass that finds everything in sync: the six requests of a pass (and `extra`), nothing written; returns its requests. */
+  const quietPass = async (user: string, planned: number, extra: string[] = []): Promise<AuditEvent[]> => {
+    const quiet = await auditLog().begin();
+    const inSync = await pass();
+    const quietEvents = requestsOf(await quiet.end(), user);
+    expect(inSync).toMatchObject({ next: 'settle', outcome: 'no-gateway-affected', gateways: 0, planned });
+    const expected = ['get customresourcedefinitions', 'list deployments', 'list gatewayclasses', 'list gatewayconfigurations', 'list gateways', 'list l34routes', ...extra].sort();
+    expect(quietEvents.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}`).sort()).toEqual(expected);
+    expect(inSync.requests).toBe(expected.length);
+    expect(quietEvents.filter((e) => WRITE_VERBS.includes(e.verb))).toEqual([]);
+    return quietEvents;
+  };
+
   /**
    * Passes until one finds nothing drifted, once the deployment controller has
    * caught up with every LB Deployment (its status feeds LoadBalancerAvailable):
@@ -72,20 +85,7 @@ describe('resync by lists', () => {
     // requests spelled out: the GatewayClasses, the GatewayConfigurations,
     // the served namespace's Gateways, LB Deployments and L34Routes (one page
     // each, 200 < 500), and the GatewayClass CRD.
-    const quiet = await auditLog().begin();
-    const inSync = await pass();
-    const quietEvents = requestsOf(await quiet.end(), user);
-    expect(inSync).toMatchObject({ next: 'settle', outcome: 'no-gateway-affected', gateways: 0, planned: GATEWAYS });
-    expect(quietEvents.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}`).sort()).toEqual([
-      'get customresourcedefinitions',
-      'list deployments',
-      'list gatewayclasses',
-      'list gatewayconfigurations',
-      'list gateways',
-      'list l34routes',
-    ]);
-    expect(inSync.requests).toBe(6);
-    expect(quietEvents.filter((e) => WRITE_VERBS.includes(e.verb))).toEqual([]);
+    const quietEvents = await quietPass(user, GATEWAYS);
     // Lists, not one read per Gateway.
     expect(quietEvents.filter((e) => e.verb === 'get' && e.objectRef?.resource === 'gateways')).toEqual([]);
     expect(countBy(quietEvents, { verb: 'list', resource: 'deployments' })).toEqual({ [`${user} list deployments`]: 1 });
@@ -150,21 +150,7 @@ describe('resync by lists', () => {
 
     // In sync: the six requests of a pass, plus the list of the managed
     // PDBs (one page, 12 < 500; the same label selector as the Deployments).
-    const quiet = await auditLog().begin();
-    const inSync = await pass();
-    const quietEvents = requestsOf(await quiet.end(), user);
-    expect(inSync).toMatchObject({ next: 'settle', outcome: 'no-gateway-affected', gateways: 0, planned: few.length });
-    expect(quietEvents.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}`).sort()).toEqual([
-      'get customresourcedefinitions',
-      'list deployments',
-      'list gatewayclasses',
-      'list gatewayconfigurations',
-      'list gateways',
-      'list l34routes',
-      'list poddisruptionbudgets',
-    ]);
-    expect(inSync.requests).toBe(7);
-    expect(quietEvents.filter((e) => WRITE_VERBS.includes(e.verb))).toEqual([]);
+    await quietPass(user, few.length, ['list poddisruptionbudgets']);
 
     // One PDB edited by hand: that Gateway alone is reconciled, and its PDB
     // is the only object written besides the Event that says so.
