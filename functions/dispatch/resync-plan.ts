@@ -87,16 +87,21 @@ export function observedFromLists(gateway: Gateway, deployment: Deployment | nul
  * The plan would write something: the Deployment (create or update), the
  * status, or an Event. A plan that asks for the rollout census (a rollout the
  * budget must judge) counts as a write: the resync's lists are pages, not the
- * census, so its reconcile decides; that also re-checks every queued Gateway
- * at every resync, the backstop of the wake in dispatch.
+ * census, so its reconcile decides (resync.ts hands a Gateway already queued
+ * over only while a slot is free).
  */
 export function planWrites(p: Planned): boolean {
   return p.outcome === 'needs-write' || p.outcome === 'needs-reads' || p.deployment.action !== 'none' || p.statusChanged || p.events.length > 0;
 }
 
+/** What a reconcile of this Gateway, reading these objects, would plan. */
+export function gatewayPlan(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): Planned {
+  return plan(observedFromLists(gateway, deployment, inputs), context.input, context.now);
+}
+
 /** True when a reconcile of this Gateway, reading these objects, would write anything. */
 export function gatewayDrifts(gateway: Gateway, deployment: Deployment | null, inputs: ListedInputs, context: PlanningContext): boolean {
-  return planWrites(plan(observedFromLists(gateway, deployment, inputs), context.input, context.now));
+  return planWrites(gatewayPlan(gateway, deployment, inputs, context));
 }
 
 /**

@@ -22,7 +22,8 @@ import type { DispatchScope, Target } from './target.js';
 import { keyOf } from './gateway-keys.js';
 import { deploymentPages, indexed, listAll, managedPdbs, pagesIn, planInputs, type ListScope, type PlanInputs, type RequestCount } from './resync-inputs.js';
 import { deploymentKey, joinPages, noPages, pagesOfArray, type Joined } from './resync-merge.js';
-import { classDrifts, gatewayDrifts, objectKey, pdbDrifts, type ListedInputs, type PlanningContext } from './resync-plan.js';
+import { classDrifts, gatewayDrifts, gatewayPlan, objectKey, pdbDrifts, planWrites, type ListedInputs, type PlanningContext } from './resync-plan.js';
+import { isQueued, rolloutState } from '../reconcile/plan/rollout-budget.js';
 
 export interface PlanningDeps {
   template: Template;
@@ -55,6 +56,11 @@ function planningContext(deps: PlanningDeps): PlanningContext {
   return { input: { template: deps.template, settings: deps.settings }, now: conditionTime(deps.clock()) };
 }
 
+function rolloutTally(settings: Settings): { rollout?: RolloutTally } {
+  const budget = settings.rolloutBudget ?? 0;
+  return budget > 0 ? { rollout: { budget, rolling: 0, queued: [] } } : {};
+}
+
 function listScope(scope: DispatchScope): ListScope {
   return scope.namespaces.length === 0 ? undefined : scope.namespaces;
 }
@@ -73,6 +79,21 @@ interface Planning {
   count: RequestCount;
   /** The managed PDBs as listed, when the PDB setting is on and this walk checks them (a resync pass). */
   pdbs?: ReadonlyMap<string, PodDisruptionBudget>;
+  /** With LB_ROLLOUT_BUDGET on: the rollouts counted on the way, and the queued Gateways held back until a slot is free. */
+  rollout?: RolloutTally;
+}
+
+/**
+ * A Gateway already queued by the rollout budget whose plan still asks for
+ * the census would only be queued again: a pass hands it over only while
+ * the Deployments it walked leave a slot free, the first ones in line (key
+ * order), so that a long line costs a pass nothing more than its lists. The
+ * wake in dispatch is what moves the line; this is its backstop.
+ */
+interface RolloutTally {
+  budget: number;
+  rolling: number;
+  queued: Target[];
 }
 
 /**
@@ -95,13 +116,17 @@ async function driftedOfPage(p: Planning, joined: readonly Joined[], inputs: Lis
   const unlisted: Gateway[] = [];
   const unlistedPdb: { gw: Gateway; deployment: Deployment }[] = [];
   const judge = (gw: Gateway, deployment: Deployment): void => {
-    if (gatewayDrifts(gw, deployment, inputs, p.context)) target(gw);
-    else if (pdbs !== undefined && pdbDrifts(gw, deployment, listedPdb(gw), inputs, p.context)) {
+    const planned = gatewayPlan(gw, deployment, inputs, p.context);
+    if (planWrites(planned)) {
+      if (p.rollout && planned.outcome === 'needs-reads' && isQueued(gw)) p.rollout.queued.push({ key: keyOf(gw), hint: hintOf(gw, p.classes) });
+      else target(gw);
+    } else if (pdbs !== undefined && pdbDrifts(gw, deployment, listedPdb(gw), inputs, p.context)) {
       if (pdbs.has(deploymentKey(gw))) target(gw);
       else unlistedPdb.push({ gw, deployment });
     }
   };
   for (const { gateway, deployment } of joined) {
+    if (deployment !== undefined && p.rollout && rolloutState(deployment) !== 'settled') p.rollout.rolling++;
     if (deployment !== undefined) judge(gateway, deployment);
     else if (gatewayDrifts(gateway, null, inputs, p.context)) unlisted.push(gateway);
   }
@@ -145,6 +170,7 @@ async function driftedIn(p: Planning, segments: readonly Segment[]): Promise<{ t
       for (const t of await driftedOfPage(p, joined, inputs)) targets.push(t);
     });
   }
+  if (p.rollout) targets.push(...p.rollout.queued.sort(byKeyText).slice(0, Math.max(0, p.rollout.budget - p.rollout.rolling)));
   return { targets: targets.sort(byKeyText), planned };
 }
 
@@ -198,7 +224,7 @@ export async function planResync(api: KubeApi, scope: DispatchScope, deps: Plann
   const ours = classes.filter((c) => c.spec.controllerName === scope.controllerName);
   if (ours.length > 0) count.requests++;
   const lookups = indexed(classes, configurations);
-  const planning: Planning = { api, classes, inputs: planInputs(api, lookups, where, count, pageSize), context, count, ...(pdbs !== undefined && { pdbs }) };
+  const planning: Planning = { api, classes, inputs: planInputs(api, lookups, where, count, pageSize), context, count, ...(pdbs !== undefined && { pdbs }), ...rolloutTally(deps.settings) };
   const [crd, drifted] = await Promise.all([
     ours.length > 0 ? api.getCrdMetadata(GATEWAY_CLASS_CRD) : null,
     driftedIn(planning, listedSegments(api, where, count, pageSize)),
@@ -238,7 +264,7 @@ export async function driftedTargets(
     affected.classes ?? listAll(api, 'gatewayclasses', undefined, count),
     listAll(api, 'gatewayconfigurations', undefined, count),
   ]);
-  const planning: Planning = { api, classes: [...classes], inputs: planInputs(api, indexed(classes, configurations), where, count), context: planningContext(deps), count };
+  const planning: Planning = { api, classes: [...classes], inputs: planInputs(api, indexed(classes, configurations), where, count), context: planningContext(deps), count, ...rolloutTally(deps.settings) };
   const drifted = await driftedIn(planning, memorySegments(api, affected.gateways, where, count, PAGE_SIZE));
   return { targets: drifted.targets, requests: count.requests };
 }

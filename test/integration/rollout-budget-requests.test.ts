@@ -5,6 +5,7 @@ import { ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js
 import type { Template } from '../../functions/reconcile/template.js';
 import { auditLog } from '../support/cluster.js';
 import { condition, createGateway, readDeployment, readGateway } from '../support/fixtures.js';
+import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
 
 // What the rollout budget costs in API requests, counted in the audit log, as
@@ -83,9 +84,14 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     expect(countBy(againEvents, { user, verb: WRITE_VERBS })).toEqual({});
     expect(countBy(againEvents, { user, verb: 'list' })).toEqual({ [`${user} list deployments`]: 1, [`${user} list gateways`]: 1, [`${user} list l34routes`]: 1 });
 
-    // gw-b's Deployment never becomes available either: it holds a slot as
-    // well, and gw-a waits for it (nothing can go on a plane without Nodes).
-    expect(await reconcile({ namespace: ns, name: 'gw-a' }, budgeted(next))).toMatchObject({ outcome: 'rollout-queued', deploymentWritten: false });
+    // A resync pass hands over gw-a (behind, not yet queued), not gw-b
+    // (queued, and no slot free): its reconcile finds gw-b's Deployment,
+    // which never becomes available either, holding a slot, so gw-a waits.
+    const pass = () => invoke({ kind: 'ping' }, handlerDeps(budgeted(next), { namespaces: [ns] }), { type: 'dev.knative.sources.ping', id: `budget-${Date.now()}` });
+    expect(await pass()).toMatchObject({ gateway: `${ns}/gw-a`, planned: 2 });
+    expect(condition(await readGateway(ns, 'gw-a'), CONDITION_APPLIED)).toMatchObject({ reason: ROLLOUT_QUEUED });
     expect(condition(await readGateway(ns, 'gw-a'), CONDITION_APPLIED)?.message).toContain(`1 in progress (${ns}/sllbr-gw-b)`);
+    // Both queued, no slot: a pass is its lists, and hands over nothing.
+    expect(await pass()).toMatchObject({ outcome: 'no-gateway-affected', gateways: 0, planned: 2 });
   });
 });
