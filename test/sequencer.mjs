@@ -1,8 +1,20 @@
-// Jest's default order, except that the suite-wide audit checks run last:
-// they read what every other test made the controller do.
+// Jest's default order, except:
+// - the test files that run a tool `npm test` builds in the background
+//   (`testFiles` in tools/go-tools.mts) run after the others, so that on a
+//   cold machine their tools are built while the others run
+//   (tools/assets.mts);
+// - the suite-wide audit checks run last: they read what every other test
+//   made the controller do.
+//
+// Loaded by Node outside jest's transform: the tools' source runs under
+// Node's type stripping, as the builders do.
 import Sequencer from '@jest/test-sequencer';
+import { toolsBesideTests } from '../tools/go-tools.mts';
 
 const LAST = /[\\/]test[\\/]integration[\\/]rbac-audit\.test\.ts$/;
+const LATER = toolsBesideTests().testFiles;
+
+const isLater = (path) => LATER.some((file) => path.replaceAll('\\', '/').endsWith(`/${file}`));
 
 // The package is CommonJS: its class arrives as `default` or as the module itself.
 const Base = Sequencer.default || Sequencer;
@@ -11,6 +23,7 @@ export default class SuiteOrder extends Base {
   async sort(tests) {
     const ordered = await super.sort(tests);
     const sorted = Array.isArray(ordered) ? ordered : [];
-    return [...sorted.filter((t) => !LAST.test(t.path)), ...sorted.filter((t) => LAST.test(t.path))];
+    const first = sorted.filter((t) => !LAST.test(t.path) && !isLater(t.path));
+    return [...first, ...sorted.filter((t) => isLater(t.path)), ...sorted.filter((t) => LAST.test(t.path))];
   }
 }

@@ -238,6 +238,7 @@ export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>):
   const lock = join(cacheRoot(), name);
   mkdirSync(cacheRoot(), { recursive: true });
   const deadline = Date.now() + 60 * 60 * 1000;
+  let lastSaid = 0;
   for (;;) {
     try {
       mkdirSync(lock);
@@ -255,7 +256,12 @@ export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>):
         continue;
       }
       if (Date.now() > deadline) throw new Error(`timed out waiting for build lock ${lock}`);
-      log(`waiting for another build (pid ${holder || '?'}) to finish`);
+      // Once a minute: a test file may wait minutes for the build that
+      // `npm test` runs beside the tests (tools/assets.mts).
+      if (Date.now() - lastSaid >= 60_000) {
+        log(`waiting for another build (pid ${holder || '?'}) to finish`);
+        lastSaid = Date.now();
+      }
       await new Promise((r) => setTimeout(r, 5000));
     }
   }

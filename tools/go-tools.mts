@@ -33,6 +33,12 @@ export interface GoTool {
   ldflags?: (version: string) => string;
   /** What the build announces: why this tool, and how long a cold build takes. */
   about: string;
+  /**
+   * The only test files that run it. `npm test` builds such a tool in the
+   * background while the other test files run (tools/assets.mts), and runs
+   * these files last (test/sequencer.mjs).
+   */
+  testFiles?: readonly string[];
 }
 
 /** The Prometheus release of a module version: v0.316.0 is Prometheus 3.16.0. */
@@ -62,6 +68,7 @@ export const GO_TOOLS = {
     // The version shows in `prometheus --version` and in its build-info API.
     ldflags: (v) => `-X github.com/prometheus/common/version.Version=${prometheusRelease(v)}`,
     about: 'without service discovery; a cold build takes about 2.5 minutes on 2 quiet cores, more under load',
+    testFiles: ['test/e2e/telemetry.test.ts', 'test/e2e/monitoring.test.ts'],
   },
   // Checks and unit-tests the shipped alert rules (`promtool test rules`),
   // from the same pinned module; most of its packages are the server's.
@@ -73,6 +80,7 @@ export const GO_TOOLS = {
     tags: ['remove_all_sd'],
     ldflags: (v) => `-X github.com/prometheus/common/version.Version=${prometheusRelease(v)}`,
     about: "without service discovery; cold, 354 s of CPU (about 3 minutes on 2 quiet cores)",
+    testFiles: ['test/integration/alert-rules.test.ts'],
   },
   // Exposes the Gateways' and GatewayClasses' conditions as metrics with the
   // shipped CustomResourceState configuration (infra/monitoring/); the
@@ -84,6 +92,7 @@ export const GO_TOOLS = {
     // The version shows in `kube-state-metrics version` and its build-info metric.
     ldflags: (v) => `-X github.com/prometheus/common/version.Version=${v.replace(/^v/, '')}`,
     about: 'a cold build is about 1,080 packages (516 s of CPU: about 4 to 5 minutes on 2 quiet cores)',
+    testFiles: ['test/e2e/monitoring.test.ts'],
   },
   // The v2 binary: an OpenTelemetry Collector distribution with Jaeger's
   // in-memory store and query API; the telemetry test reads traces back.
@@ -92,6 +101,7 @@ export const GO_TOOLS = {
     pkg: 'cmd/jaeger',
     envVar: 'JAEGER_BIN',
     about: 'a cold build takes about 5 minutes on 2 quiet cores, more under load',
+    testFiles: ['test/e2e/telemetry.test.ts'],
   },
   // Writes the release's CycloneDX SBOM from the image's dpkg status and npm
   // lockfile (`npm run release`, run by the image test).
@@ -102,6 +112,7 @@ export const GO_TOOLS = {
     // The version shows in `syft version` and in the SBOM's metadata.tools.
     ldflags: (v) => `-X main.version=${v.replace(/^v/, '')}`,
     about: 'a cold build is about 1,700 packages (668 s of CPU: about 6 minutes on 2 quiet cores, far more under load)',
+    testFiles: ['test/e2e/image.test.ts'],
   },
 } as const satisfies Record<string, GoTool>;
 
@@ -118,6 +129,12 @@ export function resolveGoTool(name: GoToolName): GoToolAssets {
   const dir = tool.goMod ?? name;
   const version = requiredVersion(toolDir(dir, import.meta.url), tool.module);
   return { version, binary: cachedBinary(tool.envVar, `${dir}-${version}`, name) };
+}
+
+/** The tools only a few test files run (`testFiles`), and those files. */
+export function toolsBesideTests(): { tools: GoToolName[]; testFiles: string[] } {
+  const entries = Object.entries(GO_TOOLS as Record<GoToolName, GoTool>).filter(([, t]) => (t.testFiles?.length ?? 0) > 0);
+  return { tools: entries.map(([name]) => name as GoToolName), testFiles: [...new Set(entries.flatMap(([, t]) => t.testFiles ?? []))] };
 }
 
 /** The tool's binary, built once when missing. */
