@@ -1,4 +1,3 @@
-import { AppsV1Api } from '@kubernetes/client-node';
 import { parseIncoming } from '../../events/incoming.js';
 import { startBrokerStandIn } from '../../bench/lib/broker-stand-in.js';
 import { apiServerEvent } from '../../events/outgoing.js';
@@ -7,9 +6,9 @@ import { handlerDeps, eventTargets, invoke } from '../support/handler-deps.js';
 import { DEPLOYMENTS, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { PODDISRUPTIONBUDGETS } from '../../api/watched-resources.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
-import { waitFor } from '../../tools/controlplane/wait-for.js';
-import { adminConfig, auditLog } from '../support/cluster.js';
+import { auditLog } from '../support/cluster.js';
 import { createConfiguration, createGateway, editSpec, rawDeployment, type Spec } from '../support/fixtures.js';
+import { convergeResync } from '../support/converge.js';
 import { useWorld } from '../support/world.js';
 
 // Issue 17: a resync pass finds drift by lists (functions/dispatch/resync.ts)
@@ -49,21 +48,7 @@ describe('resync by lists', () => {
     return quietEvents;
   };
 
-  /**
-   * Passes until one finds nothing drifted, once the deployment controller has
-   * caught up with every LB Deployment (its status feeds LoadBalancerAvailable):
-   * the first pass creates the Deployments, later ones take in their status.
-   */
-  async function converge(): Promise<void> {
-    const apps = adminConfig().makeApiClient(AppsV1Api);
-    await waitFor('a resync pass that finds nothing drifted, with every LB Deployment observed', async () => {
-      const h = await pass();
-      expect(h.next).toBe('settle');
-      if (h.outcome !== 'no-gateway-affected') return undefined;
-      const lb = (await apps.listNamespacedDeployment({ namespace: w.ns() })).items;
-      return lb.every((d) => d.status?.observedGeneration === d.metadata?.generation) ? true : undefined;
-    }, { timeoutMs: 240_000, intervalMs: 200 });
-  }
+  const converge = (): Promise<void> => convergeResync(pass, w.ns(), 240_000);
 
   const editImage = (ns: string, gateway: string, image: string): Promise<unknown> =>
     editSpec(DEPLOYMENTS, ns, `sllbr-${gateway}`, (spec) => {

@@ -10,10 +10,10 @@ import { DEPLOYMENTS } from '../../functions/kube/kube-api.js';
 import { conditionTime } from '../../functions/reconcile/plan/conditions.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
-import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { createConfiguration, createGateway, createRoute, editSpec, type Spec } from '../support/fixtures.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
+import { convergeResync } from '../support/converge.js';
 import { useWorld } from '../support/world.js';
 
 // Issue 32: a resync pass plans a page of Gateways at a time, joined with
@@ -53,15 +53,7 @@ describe('resync page by page', () => {
   const pass = (): Promise<Handled> =>
     invoke({ kind: 'ping' }, handlerDeps(w.r().deps, { namespaces: [w.ns()], localConcurrency: 8 }), { type: 'dev.knative.sources.ping', id: `pages-${Date.now()}` }, { budgetMs: 120_000 });
 
-  async function converge(): Promise<void> {
-    await waitFor('a resync pass that finds nothing drifted, with every LB Deployment observed', async () => {
-      const h = await pass();
-      expect(h.next).toBe('settle');
-      if (h.outcome !== 'no-gateway-affected') return undefined;
-      const lb = (await apps().listNamespacedDeployment({ namespace: w.ns() })).items;
-      return lb.every((d) => d.status?.observedGeneration === d.metadata?.generation) ? true : undefined;
-    }, { timeoutMs: 300_000, intervalMs: 200 });
-  }
+  const converge = (): Promise<void> => convergeResync(pass, w.ns(), 300_000);
 
   it(`a few hundred Gateways in pages of ${PAGE}: the join plans exactly what a plan over the whole lists plans, and exactly the Gateways made to drift`, async () => {
     const ns = w.ns();
