@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
@@ -8,8 +8,11 @@ import { loadTemplate, prepareTemplate } from '../../functions/reconcile/templat
 // TEMPLATE_PATH must keep its meaning: the file is read at every start, and
 // only its exact text reuses the prepared parse.
 
+const scratch = mkdtempSync(join(tmpdir(), 'meridio2-tpl-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
 function copyWith(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+  const path = join(mkdtempSync(join(scratch, 'tpl-')), 'lb-deployment.yaml');
   writeFileSync(path, text);
   return path;
 }

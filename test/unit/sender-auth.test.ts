@@ -142,16 +142,20 @@ describe('sender verification', () => {
 
 describe('the fan-out token file', () => {
   it('is read fresh each time, trimmed, and absent means no token', async () => {
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
     const { readSinkToken } = await import('../../functions/sender-auth/sink-token.js');
     const dir = mkdtempSync(join(tmpdir(), 'sink-token-'));
-    const file = join(dir, 'token');
-    expect(await readSinkToken(file)).toBeUndefined();
-    writeFileSync(file, 'first\n');
-    expect(await readSinkToken(file)).toBe('first');
-    writeFileSync(file, 'rotated');
-    expect(await readSinkToken(file)).toBe('rotated');
+    try {
+      const file = join(dir, 'token');
+      expect(await readSinkToken(file)).toBeUndefined();
+      writeFileSync(file, 'first\n');
+      expect(await readSinkToken(file)).toBe('first');
+      writeFileSync(file, 'rotated');
+      expect(await readSinkToken(file)).toBe('rotated');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,7 +2,7 @@
 // runs must start the function and render the same). The expected decoding of
 // the edge cases was recorded from Meridio-2's own decoder call
 // (test/oracle/go-decoding/README.md).
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeAsGo } from '../../functions/reconcile/go-decode.js';
@@ -31,8 +31,11 @@ function comparable(value: unknown): unknown {
   return out;
 }
 
+const scratch = mkdtempSync(join(tmpdir(), 'meridio2-tpl-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
 function withTemplateFile(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
+  const path = join(mkdtempSync(join(scratch, 'tpl-')), 'lb-deployment.yaml');
   writeFileSync(path, text);
   return path;
 }
