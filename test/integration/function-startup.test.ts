@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { loadTemplate } from '../../functions/reconcile/template.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { SHIPPED_VARIANT, startFunctionProcess, variantArgs } from '../../tools/harness/function-process.js';
 import { writeTokenKubeconfig } from '../../tools/harness/kubeconfig.js';
 import { adminConfig } from '../support/cluster.js';
+import { templateFiles } from '../support/template-files.js';
+
+const templateFile = templateFiles();
 
 // The production entry point (the shipped startup snapshot) refuses a bad configuration at start, naming the
 // variable, instead of failing later inside a reconcile.
@@ -46,18 +47,12 @@ describe('function startup', () => {
   // at TEMPLATE_PATH is still what counts.
   it.each([
     ['the default template (from the snapshot)', (): string => DEFAULT_TEMPLATE_PATH],
-    ['an operator\'s own template (parsed at start)', (): string => {
-      const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
-      writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace(/replicas: \d+/, 'replicas: 3'));
-      return path;
-    }],
+    ['an operator\'s own template (parsed at start)', (): string => templateFile(readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace(/replicas: \d+/, 'replicas: 3'))],
     // Meridio-2's own templates leave MERIDIO_GATEWAY_NAME's value empty (YAML null).
     ['a template written as Meridio-2 writes its own (`value:` empty)', (): string => {
-      const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
       const text = readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replaceAll('value: "" # set to the Gateway name by the controller', 'value:');
       expect(text).toMatch(/- name: MERIDIO_GATEWAY_NAME\n\s+value:\n/);
-      writeFileSync(path, text);
-      return path;
+      return templateFile(text);
     }],
   ])('serves with the template at TEMPLATE_PATH: %s', async (_, path) => {
     const templatePath = path();
@@ -72,8 +67,7 @@ describe('function startup', () => {
   });
 
   it('names the template fields it ignores (as Meridio-2 ignores them) in a warning at start', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'meridio2-tpl-')), 'lb-deployment.yaml');
-    writeFileSync(path, readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace('      serviceAccountName:', '      serviceAcountName: typo\n      serviceAccountName:'));
+    const path = templateFile(readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8').replace('      serviceAccountName:', '      serviceAcountName: typo\n      serviceAccountName:'));
     const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused'), env: { TEMPLATE_PATH: path } });
     try {
       const warning = await waitFor('the ignored-fields warning', () => fn.logs.find((l) => Array.isArray(l.ignoredFields)), { timeoutMs: 5000, intervalMs: 10 });

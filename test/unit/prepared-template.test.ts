@@ -1,21 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_TEMPLATE_PATH } from '../../functions/config.js';
 import { loadTemplate, prepareTemplate } from '../../functions/reconcile/template.js';
+import { templateFiles } from '../support/template-files.js';
 
 // The startup snapshot carries the default template parsed at image build;
 // TEMPLATE_PATH must keep its meaning: the file is read at every start, and
 // only its exact text reuses the prepared parse.
 
-const scratch = mkdtempSync(join(tmpdir(), 'meridio2-tpl-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-function copyWith(text: string): string {
-  const path = join(mkdtempSync(join(scratch, 'tpl-')), 'lb-deployment.yaml');
-  writeFileSync(path, text);
-  return path;
-}
+const copyWith = templateFiles();
 
 describe('prepared template', () => {
   const defaultText = readFileSync(DEFAULT_TEMPLATE_PATH, 'utf8');

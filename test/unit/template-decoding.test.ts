@@ -2,13 +2,12 @@
 // runs must start the function and render the same). The expected decoding of
 // the edge cases was recorded from Meridio-2's own decoder call
 // (test/oracle/go-decoding/README.md).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { decodeAsGo } from '../../functions/reconcile/go-decode.js';
 import { firstDocument, formatFloat32, readGoYaml, resolvePlainScalar, GoFloat } from '../../functions/reconcile/go-yaml.js';
 import { loadTemplate, parseTemplate } from '../../functions/reconcile/template.js';
 import { canonicalQuantity, observed, plan } from './reconcile-fixtures.js';
+import { templateFiles } from '../support/template-files.js';
 
 const EDGE_CASES = 'test/oracle/go-decoding/edge-cases.yaml';
 const SHIPPED = 'infra/templates/lb-deployment.yaml';
@@ -31,14 +30,7 @@ function comparable(value: unknown): unknown {
   return out;
 }
 
-const scratch = mkdtempSync(join(tmpdir(), 'meridio2-tpl-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-function withTemplateFile(text: string): string {
-  const path = join(mkdtempSync(join(scratch, 'tpl-')), 'lb-deployment.yaml');
-  writeFileSync(path, text);
-  return path;
-}
+const withTemplateFile = templateFiles();
 
 /** The shipped template written as Meridio-2 writes its own: `value:` (YAML null) for the Gateway name. */
 function meridio2StyleTemplate(): string {
