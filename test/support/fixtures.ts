@@ -103,11 +103,19 @@ export async function listEvents(namespace: string): Promise<EventSummary[]> {
   return list.items;
 }
 
-/** Polls until the Gateway is Programmed and Applied (and, when given, its Deployment records that configuration generation). */
+/**
+ * Polls until the Gateway is Programmed and Applied; when a configuration
+ * generation is given, until its Deployment records it and the Gateway's
+ * status says so. The function writes the Deployment before the status, so
+ * the annotation alone can be read while the status still names the
+ * generation before.
+ */
 export const programmedAndApplied = (namespace: string, gw: string, generation?: string) => async (): Promise<true | undefined> => {
   const g = await readGateway(namespace, gw).catch(() => undefined);
-  if (!g || condition(g, 'Programmed')?.status !== 'True' || condition(g, APPLIED)?.status !== 'True') return undefined;
+  const applied = g === undefined ? undefined : condition(g, APPLIED);
+  if (!g || condition(g, 'Programmed')?.status !== 'True' || applied?.status !== 'True') return undefined;
   if (generation === undefined) return true;
+  if (!(applied.message ?? '').includes(`generation ${generation} applied`)) return undefined;
   const d = await rawDeployment(namespace, `sllbr-${gw}`);
   return d.metadata.annotations?.[APPLIED_CONFIGURATION_GENERATION] === generation ? true : undefined;
 };
