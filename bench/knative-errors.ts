@@ -9,7 +9,9 @@ import { basename, join, relative } from 'node:path';
 // proxy saw on the wire (ingress, channel, filter, and the function's
 // address). The figure goes into bench/FINDINGS.md; it is not a test.
 //
-// Usage: node dist/bench/knative-errors.js <dir>...
+// Usage: npx node bench/knative-errors.ts <dir>... (the project's Node 24,
+// which strips the types), or node dist/bench/knative-errors.js <dir>...
+// after npm run build.
 
 export interface Finding {
   /** The test file's log directory, relative to the root given. */

@@ -371,7 +371,7 @@ describe('Knative Service', () => {
 
   test('its environment is a valid function configuration, with the LB template where the ConfigMap is mounted', () => {
     const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
-    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_PDB_MAX_UNAVAILABLE', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'SENDER_AUTH', 'SENDER_AUTH_ALLOWED', 'SENDER_AUTH_AUDIENCE', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
+    expect(Object.keys(env).sort()).toEqual(['CONTROLLER_NAME', 'LB_PDB_MAX_UNAVAILABLE', 'LB_ROLLOUT_BUDGET', 'LB_SERVICE_ACCOUNT', 'LOG_LEVEL', 'SENDER_AUTH', 'SENDER_AUTH_ALLOWED', 'SENDER_AUTH_AUDIENCE', 'TEMPLATE_PATH', 'WATCH_NAMESPACES']);
     // K_SINK comes from the SinkBinding, PORT from Knative.
     const config = loadConfig({ ...env, K_SINK: 'http://broker-ingress.knative-eventing.svc.cluster.local/ns/broker' });
     expect(config.TEMPLATE_PATH).toBe(env.TEMPLATE_PATH);
