@@ -61,6 +61,11 @@ const RevisionSchema = z.looseObject({
   status: z.looseObject({ conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional() }).optional(),
 });
 
+// Each of these tests waits for a scale to zero (scaledToZero: up to 180 s,
+// with queue-proxy's 30 s drain in it) besides its own waits, beyond jest's
+// default 120 s: a slow scale to zero must fail on its own message.
+const SCALE_TO_ZERO_TEST_MS = 360_000;
+
 describe('scale to zero with the real Knative Serving', () => {
   let cp: ControlPlane | undefined;
   let eventing: EventingPlane | undefined;
@@ -231,7 +236,7 @@ describe('scale to zero with the real Knative Serving', () => {
     await scaledToZero();
     expect(first?.fn.alive()).toBe(false);
     expect(first?.queue.alive()).toBe(false);
-  });
+  }, SCALE_TO_ZERO_TEST_MS);
 
   /** The LB Deployment writes the controller made since the audit log offset `from`. */
   function deploymentWrites(gw: string, from: number): number {
@@ -263,7 +268,7 @@ describe('scale to zero with the real Knative Serving', () => {
     expect(guessedSkip).toContain('gateway.networking.k8s.io/v1');
     expect(deliveries(`/${guessKindToResource('Gateway')}/gw`, mark).length).toBeGreaterThan(0);
     expect(deploymentWrites('gw', audit)).toBe(1);
-  });
+  }, SCALE_TO_ZERO_TEST_MS);
 
   it('wake from zero: a GatewayConfiguration edit → adapter → Broker → Trigger → activator → Pod → queue-proxy → function; one Deployment write, Applied names the new generation', async () => {
     await scaledToZero();
@@ -310,7 +315,7 @@ describe('scale to zero with the real Knative Serving', () => {
     await quietFunction();
     expect(deploymentWrites('gw', warmAudit)).toBe(1);
     results.warm = { editToConverged: warm };
-  });
+  }, SCALE_TO_ZERO_TEST_MS);
 
   it('the PingSource resync also wakes the function from zero', async () => {
     await scaledToZero();
@@ -371,6 +376,6 @@ describe('scale to zero with the real Knative Serving', () => {
     expect(edits.length).toBeGreaterThan(1);
     // ...and the Deployment was written once: the later delivery found it applied.
     expect(deploymentWrites('gw', audit)).toBe(1);
-  });
+  }, SCALE_TO_ZERO_TEST_MS);
 });
 

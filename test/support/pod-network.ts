@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startGoProcess, type GoProcess } from './go-process.js';
@@ -51,6 +51,24 @@ export interface PodSandbox {
 
 let links = 0;
 
+const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward';
+
+/**
+ * Pods reach each other through the host, so the host must forward between
+ * its interfaces, as every node of a cluster does (CNI's bridge plugin turns
+ * net.ipv4.ip_forward on and leaves it on; so does this). A new machine may
+ * have it off: then the autoscaler cannot scrape queue-proxy and the
+ * activator cannot reach a Pod, and a Revision never scales to zero.
+ */
+function ensureForwarding(): void {
+  if (readFileSync(IP_FORWARD, 'utf8').trim() === '1') return;
+  try {
+    writeFileSync(IP_FORWARD, '1\n');
+  } catch (err) {
+    throw new Error(`the Pod network needs IPv4 forwarding on the host and could not turn it on (${err instanceof Error ? err.message : String(err)}): run the tests as root, or run sysctl -w net.ipv4.ip_forward=1 first`);
+  }
+}
+
 /**
  * Killed when the test process dies, however it dies: a sandbox or a
  * container left behind would keep its namespace, veth pair and route (and
@@ -76,6 +94,7 @@ function ip(...args: string[]): void {
  * namespace where it is /etc/hosts. Containers join it through nsenter.
  */
 export async function startPodSandbox(opts: { name: string; podIp: string; hostsFile?: string }): Promise<PodSandbox> {
+  ensureForwarding();
   const env = { PATH: process.env.PATH ?? '', POD_NET_IP: opts.podIp, POD_NET_GATEWAY: GATEWAY, POD_NET_HOSTS: opts.hostsFile ?? '' };
   // Without --fork, unshare execs sh in its own pid: the namespaces are that pid's.
   const holder = startGoProcess(`${opts.name}-sandbox`, 'unshare', ['--net', '--mount', '--propagation', 'private', 'sh', '-c', NAMESPACE_SETUP, opts.name, ...DIES_WITH_TEST, 'sleep', 'infinity'], env, { stdin: true });
