@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { AppsV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { reconcileEvent } from '../../events/outgoing.js';
 import { GATEWAY_CONFIGURATIONS, kubeApi } from '../../functions/kube/kube-api.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
@@ -9,7 +9,7 @@ import { loadTemplate } from '../../functions/reconcile/template.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
-import { APPLIED, condition, editSpec, listEvents, readDeployment, readGateway } from '../support/fixtures.js';
+import { APPLIED, condition, editDeployment, editSpec, listEvents, readDeployment, readGateway } from '../support/fixtures.js';
 import { INJECTED_ANNOTATION, MIRROR, mutateDeployments, type Mutations } from '../../tools/mutating-policies.js';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { CONTROLLER_NAME, LB_SERVICE_ACCOUNT, TEMPLATE_FILE } from '../support/reconciler.js';
@@ -64,12 +64,12 @@ describe('mutating admission', () => {
     expect(countBy(await quiet.end(), { user: r.username, verb: WRITE_VERBS })).toEqual({});
 
     // A person sets the router image by hand: corrected on the next event.
-    const apps = adminConfig().makeApiClient(AppsV1Api);
-    const edited = await apps.readNamespacedDeployment({ namespace: ns, name: 'sllbr-gw' });
-    const router = edited.spec?.template.spec?.containers.find((c) => c.name === 'router');
-    if (!router) throw new Error('the template has no router container');
-    router.image = `${MIRROR}someone/debug-router:1`;
-    await apps.replaceNamespacedDeployment({ namespace: ns, name: 'sllbr-gw', body: edited });
+    await editDeployment(ns, 'sllbr-gw', (edited) => {
+      const router = edited.spec?.template.spec?.containers.find((c) => c.name === 'router');
+      if (!router) throw new Error('the template has no router container');
+      router.image = `${MIRROR}someone/debug-router:1`;
+      return edited;
+    });
     expect(await reconcile(w.key(), r.deps)).toMatchObject({ outcome: 'applied', deploymentWritten: true });
     const fixed = await readDeployment(ns, 'sllbr-gw');
     const fixedRouter = fixed.spec?.template.spec?.containers.find((c) => c.name === 'router')?.image ?? '';

@@ -11,7 +11,7 @@ import { conditionTime } from '../../functions/reconcile/plan/conditions.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
 import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
-import { createConfiguration, createGateway, createRoute, editSpec, type Spec } from '../support/fixtures.js';
+import { createConfiguration, createGateway, createRoute, editDeployment, editSpec, type Spec } from '../support/fixtures.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { convergeResync } from '../support/converge.js';
 import { useWorld } from '../support/world.js';
@@ -85,10 +85,11 @@ describe('resync page by page', () => {
       });
     }
     await apps().deleteNamespacedDeployment({ namespace: ns, name: `sllbr-${deleted}` });
-    const live = await apps().readNamespacedDeployment({ namespace: ns, name: `sllbr-${unlabelled}` });
-    const labels = { ...live.metadata?.labels };
-    delete labels[LABEL_MANAGED_BY];
-    await apps().replaceNamespacedDeployment({ namespace: ns, name: `sllbr-${unlabelled}`, body: { ...live, metadata: { ...live.metadata, labels } } });
+    await editDeployment(ns, `sllbr-${unlabelled}`, (live) => {
+      const labels = { ...live.metadata?.labels };
+      delete labels[LABEL_MANAGED_BY];
+      return { ...live, metadata: { ...live.metadata, labels } };
+    });
 
     // The whole-list plan: every list read whole, every Deployment of the
     // namespace (labelled or not) found by name, each Gateway planned alone.

@@ -51,16 +51,29 @@ export async function createRoute(namespace: string, name: string, gateway: stri
   await custom().createNamespacedCustomObject({ ...L34ROUTES, namespace, body: routeBody(name, gateway, vips, gatewayNamespace) });
 }
 
-/** Read-modify-write of any namespaced object's spec as the admin, retrying on 409 like a user would. */
-export async function editSpec(ref: Resource, namespace: string, name: string, edit: (spec: Spec) => Spec): Promise<{ metadata: { generation: number } }> {
+/** A user's read-modify-write: on 409 (someone wrote in between, such as the deployment controller its status), read again and redo the edit. */
+async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
-    const live = (await custom().getNamespacedCustomObject({ ...ref, namespace, name })) as { spec: Spec; metadata: Spec };
     try {
-      return (await custom().replaceNamespacedCustomObject({ ...ref, namespace, name, body: { ...live, spec: edit(live.spec) } })) as { metadata: { generation: number } };
+      return await attempt();
     } catch (err) {
       if (i > 5 || !(err instanceof Error && 'code' in err && (err as { code: number }).code === 409)) throw err;
     }
   }
+}
+
+/** Read-modify-write of any namespaced object's spec as the admin, retrying on 409 like a user would. */
+export async function editSpec(ref: Resource, namespace: string, name: string, edit: (spec: Spec) => Spec): Promise<{ metadata: { generation: number } }> {
+  return retryOnConflict(async () => {
+    const live = (await custom().getNamespacedCustomObject({ ...ref, namespace, name })) as { spec: Spec; metadata: Spec };
+    return (await custom().replaceNamespacedCustomObject({ ...ref, namespace, name, body: { ...live, spec: edit(live.spec) } })) as { metadata: { generation: number } };
+  });
+}
+
+/** A hand edit of a Deployment as the admin (kubectl edit), retrying on 409 like a user would. */
+export async function editDeployment(namespace: string, name: string, edit: (live: V1Deployment) => V1Deployment): Promise<V1Deployment> {
+  const apps = adminConfig().makeApiClient(AppsV1Api);
+  return retryOnConflict(async () => apps.replaceNamespacedDeployment({ namespace, name, body: edit(await apps.readNamespacedDeployment({ namespace, name })) }));
 }
 
 export async function deleteObject(ref: Resource, namespace: string, name: string): Promise<void> {
