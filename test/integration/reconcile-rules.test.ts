@@ -139,10 +139,11 @@ describe('reconcile rules', () => {
   });
 
   async function scaleTo5(): Promise<void> {
-    await editDeployment(ns(), 'sllbr-gw', (d) => {
+    const scaled = await editDeployment(ns(), 'sllbr-gw', (d) => {
       d.spec!.replicas = 5;
       return d;
     });
+    expect(scaled.spec?.replicas).toBe(5);
   }
 
   it.each([[false, 5], [true, 2]])('enforceReplicas=%s: an external scale to 5 ends at %i', async (enforce, expected) => {
@@ -160,10 +161,11 @@ describe('reconcile rules', () => {
     await reconcile(w.key(), r.deps);
     const created = await readDeployment(ns(), 'sllbr-gw');
     expect(created.spec?.template.spec?.containers.find((c) => c.name === 'router')?.resources?.requests?.cpu).toBe('250m');
-    await editDeployment(ns(), 'sllbr-gw', (d) => {
+    const changed = await editDeployment(ns(), 'sllbr-gw', (d) => {
       for (const c of d.spec!.template.spec!.containers) c.resources = { ...c.resources, requests: { ...c.resources?.requests, cpu: '111m' } };
       return d;
     });
+    expect(changed.spec?.template.spec?.containers.map((c) => c.resources?.requests?.cpu)).toEqual(changed.spec?.template.spec?.containers.map(() => '111m'));
     await reconcile(w.key(), r.deps);
     const after = await readDeployment(ns(), 'sllbr-gw');
     const cpu = (name: string): string | undefined => after.spec?.template.spec?.containers.find((c) => c.name === name)?.resources?.requests?.cpu;

@@ -1,4 +1,4 @@
-import { AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
 import { GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS, L34ROUTES } from '../../functions/kube/kube-api.js';
 import type { Resource } from '../../api/watched-resources.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
@@ -57,7 +57,7 @@ async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
     try {
       return await attempt();
     } catch (err) {
-      if (i > 5 || !(err instanceof Error && 'code' in err && (err as { code: number }).code === 409)) throw err;
+      if (i > 5 || !(err instanceof ApiException && err.code === 409)) throw err;
     }
   }
 }
