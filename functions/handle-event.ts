@@ -45,5 +45,5 @@ async function handle(incoming: Incoming, invocation: Invocation, deps: HandlerD
   const [classes, gateways] = await Promise.all([reconcileClasses(work.classes, caller, deps), reconcileTargets(work.targets, invocation, caller, deps, origin)]);
   // 6. One answer for all of them.
   const handled = withClasses(classes, gateways);
-  return 'requests' in work ? { ...handled, planned: work.gateways, requests: work.requests } : handled;
+  return 'requests' in work ? { ...handled, planned: work.gateways, ours: work.ours, requests: work.requests } : handled;
 }

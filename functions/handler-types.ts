@@ -44,6 +44,8 @@ export interface Handled {
   classes?: string;
   /** A resync: the Gateways it planned, and the API requests it made to find those that drifted. */
   planned?: number;
+  /** A resync: of the Gateways planned, those of this controller's classes. */
+  ours?: number;
   requests?: number;
   detail?: string;
 }

@@ -259,7 +259,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
           const handled = await opts.handle(incoming, invocation).finally(end);
           const answer = answerFor(handled);
           opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
-          answered({ status: answer, eventType: event.type, eventId: event.id, ...(event.subject ? { subject: event.subject } : {}), outcome: handled.outcome });
+          answered({ status: answer, eventType: event.type, eventId: event.id, ...(event.subject ? { subject: event.subject } : {}), outcome: handled.outcome, ...(handled.ours !== undefined ? { resyncGateways: handled.ours } : {}) });
           send(res, answer);
         } catch (err) {
           const status = err instanceof HttpError ? err.status : err instanceof BadEvent ? 400 : 500;

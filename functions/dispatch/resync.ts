@@ -38,6 +38,8 @@ export interface ResyncPass {
   classes: string[];
   /** Gateways planned. */
   gateways: number;
+  /** Of those, the Gateways of this controller's classes: what kube-state-metrics should expose (the blind-monitoring alert compares). */
+  ours: number;
   /** API requests the pass made. */
   requests: number;
 }
@@ -160,18 +162,20 @@ const byKeyText = (a: Target, b: Target): number => {
 };
 
 /** Plans every Gateway of `segments`, a page at a time: the drifted ones in key order (stable fan-out), and how many were planned. */
-async function driftedIn(p: Planning, segments: readonly Segment[]): Promise<{ targets: Target[]; planned: number }> {
+async function driftedIn(p: Planning, segments: readonly Segment[], isOurs: (gw: Gateway) => boolean = () => false): Promise<{ targets: Target[]; planned: number; ours: number }> {
   const targets: Target[] = [];
   let planned = 0;
+  let ours = 0;
   for (const segment of segments) {
     await joinPages(segment.gateways, segment.deployments(), async (joined) => {
       planned += joined.length;
+      ours += joined.filter((j) => isOurs(j.gateway)).length;
       const inputs = await p.inputs.inputsFor(joined.map((j) => j.gateway));
       for (const t of await driftedOfPage(p, joined, inputs)) targets.push(t);
     });
   }
   if (p.rollout) targets.push(...p.rollout.queued.sort(byKeyText).slice(0, Math.max(0, p.rollout.budget - p.rollout.rolling)));
-  return { targets: targets.sort(byKeyText), planned };
+  return { targets: targets.sort(byKeyText), planned, ours };
 }
 
 /** The served namespaces one at a time (each list is in key order within its namespace), or every namespace in one walk. */
@@ -223,16 +227,17 @@ export async function planResync(api: KubeApi, scope: DispatchScope, deps: Plann
   ]);
   const ours = classes.filter((c) => c.spec.controllerName === scope.controllerName);
   if (ours.length > 0) count.requests++;
+  const ourNames = new Set(ours.map((c) => c.metadata.name));
   const lookups = indexed(classes, configurations);
   const planning: Planning = { api, classes, inputs: planInputs(api, lookups, where, count, pageSize), context, count, ...(pdbs !== undefined && { pdbs }), ...rolloutTally(deps.settings) };
   const [crd, drifted] = await Promise.all([
     ours.length > 0 ? api.getCrdMetadata(GATEWAY_CLASS_CRD) : null,
-    driftedIn(planning, listedSegments(api, where, count, pageSize)),
+    driftedIn(planning, listedSegments(api, where, count, pageSize), (gw) => ourNames.has(gw.spec.gatewayClassName)),
   ]);
   const bundleVersion = crd?.annotations?.[BUNDLE_VERSION_ANNOTATION];
   const classContext = { controllerName: scope.controllerName, template: deps.template.deployment, now: context.now };
   const driftedClasses = ours.filter((c) => classDrifts(c, lookups.configurations, bundleVersion, classContext)).map((c) => c.metadata.name).sort();
-  return { targets: drifted.targets, classes: driftedClasses, gateways: drifted.planned, requests: count.requests };
+  return { targets: drifted.targets, classes: driftedClasses, gateways: drifted.planned, ours: drifted.ours, requests: count.requests };
 }
 
 /**

@@ -138,6 +138,11 @@ export function otelTelemetry(signals: TelemetrySignals, service: { serviceName:
   const fanOutSize = meter.createHistogram('controller.fan_out.size', { unit: '{gateway}', description: 'Gateways fanned out by one event', advice: { explicitBucketBoundaries: FAN_OUT_SIZES } });
   const fanOutRequests = meter.createCounter('controller.fan_out.requests', { unit: '{request}', description: 'Reconcile requests posted to the sink, by result' });
   const fanOutRetries = meter.createCounter('controller.fan_out.retries', { unit: '{retry}', description: 'Reconcile requests posted again after a retriable refusal' });
+  // A resync handled is the event path's heartbeat: a gauge each, so that
+  // the last value outlives the Pod that pushed it (the meta-alerts of
+  // tools/monitoring/alerts.mts read them while the function is scaled to zero).
+  const resyncHandled = meter.createGauge('controller.resync.handled_time', { unit: 's', description: 'When the last resync ping was handled to the end (Unix time)' });
+  const resyncGateways = meter.createGauge('controller.resync.gateways', { unit: '{gateway}', description: 'Gateways of this controller that the last resync planned' });
   const coldStart = meter.createHistogram('controller.cold_start.duration', { unit: 's', description: 'Process start to ready to serve', advice: { explicitBucketBoundaries: START_SECONDS } });
 
   const timed = async <T>(span: Span, fn: () => Promise<T>, end: (result: T | undefined, error: unknown, seconds: number) => void): Promise<T> => {
@@ -190,6 +195,10 @@ export function otelTelemetry(signals: TelemetrySignals, service: { serviceName:
             });
             if (answer.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
             events.add(1, { [ATTR_CE_TYPE]: answer.eventType ?? 'unknown', [ATTR_HTTP_RESPONSE_STATUS_CODE]: answer.status });
+            if (answer.resyncGateways !== undefined && answer.status < 300) {
+              resyncHandled.record(Date.now() / 1000);
+              resyncGateways.record(answer.resyncGateways);
+            }
           });
         } finally {
           span.end();

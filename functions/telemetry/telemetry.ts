@@ -24,6 +24,8 @@ export interface InvocationAnswer {
   eventId?: string;
   subject?: string;
   outcome?: string;
+  /** A resync pass that completed: the Gateways it planned (all of this controller's in scope). */
+  resyncGateways?: number;
 }
 
 export type ReconcileKind = 'Gateway' | 'GatewayClass';

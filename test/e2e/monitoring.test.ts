@@ -7,7 +7,8 @@ import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/
 import { repoPath } from '../../tools/harness/repo-root.js';
 import { serviceAccountIdentity, shippedClusterRole } from '../../tools/harness/service-account-identity.js';
 import { ensureGoTool } from '../../tools/go-tools.mjs';
-import { ALERTS, CONDITION_APPLIED } from '../../tools/monitoring/alerts.mjs';
+import { CONDITION_APPLIED, KSM_JOB } from '../../tools/monitoring/alerts.mjs';
+import { ALERTS } from '../../tools/monitoring/shipped-alerts.mjs';
 import { dashboard, dashboardQueries } from '../../tools/monitoring/dashboard.mjs';
 import { MONITORING_DIR } from '../../tools/monitoring/files.mjs';
 import { ruleFile } from '../../tools/monitoring/rules.mjs';
@@ -79,7 +80,7 @@ describe('alerts on the Gateways\' state: real kube-state-metrics and Prometheus
       `--custom-resource-state-config-file=${repoPath(KSM_CONFIG)}`,
     ], {});
     const k = ksm;
-    prometheus = await startPrometheus({ scrape: [{ job: 'kube-state-metrics', target: `127.0.0.1:${port}` }], rules: dump(ruleFile(ALERTS, SHORT_FOR)), intervalSeconds: 1 });
+    prometheus = await startPrometheus({ scrape: [{ job: KSM_JOB, target: `127.0.0.1:${port}` }], rules: dump(ruleFile(ALERTS, { forOverride: SHORT_FOR })), intervalSeconds: 1 });
     const p = prometheus;
 
     // --- Two Gateways of this controller sharing one GatewayConfiguration,

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { load } from 'js-yaml';
 import { ensureGoTool } from '../../tools/go-tools.mjs';
-import { ALERTS } from '../../tools/monitoring/alerts.mjs';
+import { ALERTS } from '../../tools/monitoring/shipped-alerts.mjs';
 import { RULE_FILE } from '../../tools/monitoring/files.mjs';
 import { repoPath } from '../../tools/harness/repo-root.js';
 

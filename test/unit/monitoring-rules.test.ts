@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
-import { ALERTS, CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED, CONTROLLER_NAME, inWords } from '../../tools/monitoring/alerts.mjs';
+import { alerts, CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED, CONTROLLER_NAME, inWords, seconds } from '../../tools/monitoring/alerts.mjs';
+import { cronPeriodSeconds, shippedResyncSeconds } from '../../tools/monitoring/resync-schedule.mjs';
+import { ALERTS } from '../../tools/monitoring/shipped-alerts.mjs';
 import { dashboard, dashboardQueries, GRAFANA_VARIABLES } from '../../tools/monitoring/dashboard.mjs';
 import { DASHBOARD_FILE, generatedFiles, PROMETHEUS_RULE_FILE, RULE_FILE } from '../../tools/monitoring/files.mjs';
-import { prometheusRule, ruleFile, type RuleFile } from '../../tools/monitoring/rules.mjs';
+import { checkRunbookBase, prometheusRule, ruleFile, type RuleFile } from '../../tools/monitoring/rules.mjs';
 import * as names from '../../api/names.js';
 
 // The alert rules and the dashboard are generated from one source
@@ -38,12 +40,31 @@ describe('alert rules', () => {
     const ops = readFileSync('docs/operations.md', 'utf8');
     const anchors = new Set([...ops.matchAll(/^#{2,4} (.+)$/gm)].map((m) => (m[1] as string).toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')));
     expect(new Set(ALERTS.map((a) => a.name)).size).toBe(ALERTS.length);
-    for (const r of ruleFile().groups.flatMap((g) => g.rules)) {
+    for (const r of ruleFile(ALERTS).groups.flatMap((g) => g.rules)) {
       const a = ALERTS.find((x) => x.name === r.alert)!;
-      expect({ alert: r.alert, severity: ['critical', 'warning'].includes(r.labels.severity ?? ''), runbook: anchors.has(a.runbook), url: r.annotations.runbook_url?.endsWith(`/docs/operations.md#${a.runbook}`) })
-        .toEqual({ alert: r.alert, severity: true, runbook: true, url: true });
+      expect({ alert: r.alert, severity: ['critical', 'warning'].includes(r.labels.severity ?? ''), runbook: anchors.has(a.runbook), doc: r.annotations.runbook, url: r.annotations.runbook_url })
+        .toEqual({ alert: r.alert, severity: true, runbook: true, doc: `docs/operations.md#${a.runbook}`, url: undefined });
       expect(r.annotations.summary).toBeTruthy();
       expect(r.annotations.description).toBeTruthy();
+    }
+  });
+
+  test('the runbook address is an input: with a base every alert links its section there, and a base that is not an absolute http(s) address without a fragment is refused', () => {
+    const base = 'https://docs.example.org/meridio-2/v0.2.0/operations.html';
+    for (const r of ruleFile(ALERTS, { runbookBase: base }).groups.flatMap((g) => g.rules)) {
+      expect(r.annotations.runbook_url).toBe(`${base}#${ALERTS.find((a) => a.name === r.alert)?.runbook}`);
+      expect(r.annotations.runbook).toBeUndefined();
+    }
+    expect(() => checkRunbookBase('docs/operations.md')).toThrow('not an absolute address');
+    expect(() => checkRunbookBase('ftp://example.org/ops')).toThrow('not an http(s) address');
+    expect(() => checkRunbookBase('https://example.org/ops#x')).toThrow('has a fragment');
+  });
+
+  test('no Gateway alert is keyed on a reason: its reason is read into the annotations, so that a change of reason keeps the alert and its clock', () => {
+    const rules = ruleFile(ALERTS).groups.flatMap((g) => g.rules);
+    for (const a of ALERTS.filter((x) => x.group === 'gateways')) {
+      expect({ alert: a.name, by: [...a.expr.matchAll(/by \(([^)]*)\)/g)].map((m) => m[1]).filter((b) => b?.includes('reason')) }).toEqual({ alert: a.name, by: [] });
+      if (a.name !== 'MeridioGatewayRolloutQueued') expect(rules.find((r) => r.alert === a.name)?.annotations.description).toContain('| query }}');
     }
   });
 
@@ -52,8 +73,9 @@ describe('alert rules', () => {
       expect(a.expr).toContain(`meridio2_gatewayclass_info{controller_name="${CONTROLLER_NAME}"}`);
       const subject = a.name === 'MeridioGatewayClassNotAccepted' ? '{{ $labels.gatewayclass }}' : '{{ $labels.namespace }}/{{ $labels.name }}';
       expect([a.summary.includes(subject), a.description.includes(subject)]).toEqual([true, true]);
-      // The description says how long the state has held: the rule's for.
-      expect(a.description).toContain(`for ${inWords(a.for)}`);
+      // The description says how long the state has held: the rule's for, or the threshold counted from lastTransitionTime.
+      const held = a.for === '0m' ? /> (\d+) /.exec(a.expr)?.[1] : undefined;
+      expect(a.description).toContain(held !== undefined ? `more than ${inWords(`${Number(held) / 60}m`)}` : `for ${inWords(a.for)}`);
     }
   });
 
@@ -63,9 +85,30 @@ describe('alert rules', () => {
     }
   });
 
+  test('the function\'s and the meta alerts read only the function\'s own job, kube-state-metrics\' target by its job', () => {
+    for (const a of ALERTS.filter((x) => x.group === 'meta')) {
+      for (const m of a.expr.matchAll(/\b(controller_\w+)\{([^}]*)\}/g)) expect(m[2]).toContain('job="meridio-2-gateway-controller"');
+      for (const m of a.expr.matchAll(/\bup\{([^}]*)\}/g)) expect(m[1]).toBe('job="meridio-2-kube-state-metrics"');
+    }
+  });
+
+  test('the event path alert\'s threshold is two periods of the shipped PingSource schedule, and moves with it', () => {
+    expect(shippedResyncSeconds()).toBe(300);
+    const threshold = (resyncSeconds: number): string | undefined => alerts({ resyncSeconds }).find((a) => a.name === 'MeridioEventPathBroken')?.expr.match(/> (\d+) or/)?.[1];
+    expect([threshold(300), threshold(900)]).toEqual(['600', '1800']);
+  });
+
+  test('cron schedules with a fixed period', () => {
+    expect(['*/5 * * * *', '* * * * *', '*/15 * * * *', '0 */2 * * *', '7 * * * *'].map((c) => { try { return cronPeriodSeconds(c); } catch { return 'refused'; } }))
+      .toEqual([300, 60, 900, 7200, 3600]);
+    expect(() => cronPeriodSeconds('*/7 * * * *')).toThrow('fixed period');
+    expect(() => cronPeriodSeconds('*/5 * * * 1')).toThrow('fixed period');
+    expect(seconds('15m')).toBe(900);
+  });
+
   test('a shorter for: for the end-to-end test replaces every non-zero for and nothing else', () => {
-    const short = ruleFile(ALERTS, '10s').groups.flatMap((g) => g.rules);
-    const shipped = ruleFile().groups.flatMap((g) => g.rules);
+    const short = ruleFile(ALERTS, { forOverride: '10s' }).groups.flatMap((g) => g.rules);
+    const shipped = ruleFile(ALERTS).groups.flatMap((g) => g.rules);
     expect(short.map((r) => r.for)).toEqual(shipped.map((r) => (r.for === undefined ? undefined : '10s')));
     expect(short.map(({ for: _, ...r }) => r)).toEqual(shipped.map(({ for: _, ...r }) => r));
   });
@@ -76,7 +119,7 @@ describe('alert rules', () => {
   });
 
   test('prometheusRule carries the rule file as its spec', () => {
-    expect((prometheusRule() as { spec: unknown }).spec).toEqual(ruleFile());
+    expect((prometheusRule(ALERTS) as { spec: unknown }).spec).toEqual(ruleFile(ALERTS));
   });
 });
 
