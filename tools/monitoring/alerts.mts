@@ -42,6 +42,12 @@ export type Severity = 'critical' | 'warning';
 /** What the rules depend on outside this file: the resync's period (the shipped PingSource's schedule). */
 export interface AlertSettings {
   resyncSeconds: number;
+  /**
+   * How long MeridioGatewayConfigurationNotApplied waits, counted from the
+   * condition's lastTransitionTime: 15m as shipped; shorter only for a test
+   * that does not claim to prove paging.
+   */
+  notAppliedAfter?: string;
 }
 
 export interface Alert {
@@ -130,11 +136,11 @@ export const RESYNC_GATEWAYS_METRIC = 'controller_resync_gateways';
 /** How far back the event-path alert looks for a handled resync before it says none was ever seen. */
 const RESYNC_LOOKBACK = '3h';
 
-/** How long MeridioGatewayConfigurationNotApplied waits, counted from the condition's lastTransitionTime. */
 const NOT_APPLIED_AFTER = '15m';
 
 export function alerts(settings: AlertSettings): Alert[] {
   const resync = settings.resyncSeconds;
+  const notAppliedAfter = settings.notAppliedAfter ?? NOT_APPLIED_AFTER;
   const silentAfter = 2 * resync;
   const handled = `${RESYNC_HANDLED_METRIC}{job="${FUNCTION_JOB}"}`;
   return [
@@ -146,7 +152,7 @@ export function alerts(settings: AlertSettings): Alert[] {
       // queued by the rollout budget among them, and restarts of
       // kube-state-metrics or Prometheus, leave the clock where it was. A
       // rollout the budget holds back is not a failure: its own alert below.
-      expr: `time() - max by (${GATEWAY.join(', ')}) (${conditionSeries(CONDITION_APPLIED, '="False"', 'meridio2_gateway_status_condition_last_transition_time')}) > ${seconds(NOT_APPLIED_AFTER)} ` +
+      expr: `time() - max by (${GATEWAY.join(', ')}) (${conditionSeries(CONDITION_APPLIED, '="False"', 'meridio2_gateway_status_condition_last_transition_time')}) > ${seconds(notAppliedAfter)} ` +
         `unless on (namespace, name) meridio2_gateway_status_condition{type="${CONDITION_APPLIED}", status="False", reason="${ROLLOUT_QUEUED}"}`,
       for: '0m',
       keepFiringFor: '5m',
@@ -154,7 +160,7 @@ export function alerts(settings: AlertSettings): Alert[] {
       summary: `Gateway ${gw}: the latest configuration is not applied (${gatewayReason(CONDITION_APPLIED, '="False"')})`,
       description:
         `The LB Deployment of Gateway ${gw} (class {{ $labels.gatewayclass }}) does not have the Gateway's latest inputs applied: ` +
-        `its ${CONDITION_APPLIED} condition has been False for {{ $value | humanizeDuration }} (more than ${inWords(NOT_APPLIED_AFTER)}), now with reason ${gatewayReason(CONDITION_APPLIED, '="False"')}. ` +
+        `its ${CONDITION_APPLIED} condition has been False for {{ $value | humanizeDuration }} (more than ${inWords(notAppliedAfter)}), now with reason ${gatewayReason(CONDITION_APPLIED, '="False"')}. ` +
         'The LB Pods keep serving with the configuration applied before. The condition\'s message names the applied and the latest GatewayConfiguration generation and the error that refused the write.',
       runbook: 'meridiogatewayconfigurationnotapplied',
     },
