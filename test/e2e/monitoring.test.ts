@@ -33,7 +33,7 @@ import { startPrometheus, type PrometheusProcess } from '../support/telemetry-ba
 // send (posted directly: the event path has its own tests).
 //
 // The rules are the shipped ones with two substitutions, said here: every
-// `for:` is 5 s instead of minutes, and MeridioGatewayConfigurationNotApplied
+// `for:` and `keep_firing_for:` is 5 s instead of minutes, and MeridioGatewayConfigurationNotApplied
 // waits 5 s from the condition's lastTransitionTime instead of 15 minutes, so
 // that the test waits seconds; it does not claim to prove paging on the real
 // timeline (test/e2e/seed-timeline.test.ts does, at the shipped durations).

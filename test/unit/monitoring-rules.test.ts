@@ -106,11 +106,12 @@ describe('alert rules', () => {
     expect(seconds('15m')).toBe(900);
   });
 
-  test('a shorter for: for the end-to-end test replaces every non-zero for and nothing else', () => {
+  test('a shorter for: for the end-to-end test replaces every non-zero for and keep_firing_for and nothing else', () => {
     const short = ruleFile(ALERTS, { forOverride: '10s' }).groups.flatMap((g) => g.rules);
     const shipped = ruleFile(ALERTS).groups.flatMap((g) => g.rules);
     expect(short.map((r) => r.for)).toEqual(shipped.map((r) => (r.for === undefined ? undefined : '10s')));
-    expect(short.map(({ for: _, ...r }) => r)).toEqual(shipped.map(({ for: _, ...r }) => r));
+    expect(short.map((r) => r.keep_firing_for)).toEqual(shipped.map((r) => (r.keep_firing_for === undefined ? undefined : '10s')));
+    expect(short.map(({ for: _, keep_firing_for: __, ...r }) => r)).toEqual(shipped.map(({ for: _, keep_firing_for: __, ...r }) => r));
   });
 
   test('inWords', () => {

@@ -32,7 +32,7 @@ export interface RenderOptions {
    * (annotation `runbook`), never an address that may not exist.
    */
   runbookBase?: string;
-  /** Replaces every non-zero `for:` (a test that does not claim to prove paging; never the shipped files). */
+  /** Replaces every non-zero `for:` and `keep_firing_for:` (a test that does not claim to prove paging; never the shipped files). */
   forOverride?: string;
 }
 
@@ -65,7 +65,7 @@ export function ruleOf(a: Alert, opts: RenderOptions = {}): Rule {
     alert: a.name,
     expr: a.expr,
     ...(forValue !== undefined ? { for: forValue } : {}),
-    ...(a.keepFiringFor !== undefined ? { keep_firing_for: a.keepFiringFor } : {}),
+    ...(a.keepFiringFor !== undefined ? { keep_firing_for: opts.forOverride ?? a.keepFiringFor } : {}),
     labels: { severity: a.severity },
     annotations: { summary: a.summary, description: a.description, ...runbook },
   };
