@@ -97,12 +97,21 @@ describe('meta-alerts: kube-state-metrics down, the event path broken, Gateway s
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** kube-state-metrics as its shipped identity (the namespace's ServiceAccount bound to the shipped ClusterRole), on `port`. */
-  async function startKsm(port: number, configFile: string): Promise<GoProcess> {
+  /** The test's kube-state-metrics identity: the namespace's ServiceAccount bound to the shipped ClusterRole, as its kubeconfig. */
+  let ksmKubeconfig: { ns: string; file: string } | undefined;
+  async function ksmIdentity(): Promise<string> {
+    if (ksmKubeconfig?.ns === w.ns()) return ksmKubeconfig.file;
     const identity = await serviceAccountIdentity(adminConfig(), { namespace: w.ns(), serviceAccount: KSM_SERVICE_ACCOUNT, rbacFile: KSM_RBAC_FILE, probeBy: 'list' });
     deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
+    ksmKubeconfig = { ns: w.ns(), file: identity.kubeconfig };
+    return identity.kubeconfig;
+  }
+
+  /** kube-state-metrics as its shipped identity, on `port`. */
+  async function startKsm(port: number, configFile: string): Promise<GoProcess> {
+    const kubeconfig = await ksmIdentity();
     return started(startGoProcess('kube-state-metrics', ksmBinary, [
-      `--kubeconfig=${identity.kubeconfig}`,
+      `--kubeconfig=${kubeconfig}`,
       '--host=127.0.0.1',
       `--port=${port}`,
       '--telemetry-host=127.0.0.1',
