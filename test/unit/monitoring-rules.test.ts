@@ -92,10 +92,11 @@ describe('alert rules', () => {
     }
   });
 
-  test('the event path alert\'s threshold is two periods of the shipped PingSource schedule, and moves with it', () => {
+  test('the event path alert\'s threshold is two periods of the shipped PingSource schedule and the time a Pod takes to report, and moves with the schedule', () => {
     expect(shippedResyncSeconds()).toBe(300);
-    const threshold = (resyncSeconds: number): string | undefined => alerts({ resyncSeconds }).find((a) => a.name === 'MeridioEventPathBroken')?.expr.match(/> (\d+) or/)?.[1];
-    expect([threshold(300), threshold(900)]).toEqual(['600', '1800']);
+    const threshold = (resyncSeconds: number, reportSlackSeconds?: number): string | undefined =>
+      alerts({ resyncSeconds, ...(reportSlackSeconds !== undefined && { reportSlackSeconds }) }).find((a) => a.name === 'MeridioEventPathBroken')?.expr.match(/> (\d+) or/)?.[1];
+    expect([threshold(300), threshold(900), threshold(10, 5)]).toEqual(['720', '1920', '25']);
   });
 
   test('cron schedules with a fixed period', () => {

@@ -48,6 +48,13 @@ export interface AlertSettings {
    * that does not claim to prove paging.
    */
   notAppliedAfter?: string;
+  /**
+   * How late a handled resync may reach Prometheus: a Pod reports the gauge
+   * with its periodic export (OTEL_METRIC_EXPORT_INTERVAL, 60 s by default)
+   * or its exit, so after one lost ping the next is seen up to this much
+   * after two periods. 120 s as shipped.
+   */
+  reportSlackSeconds?: number;
 }
 
 export interface Alert {
@@ -133,6 +140,7 @@ function counted(metric: string, matchers: string, window: string, by: string[])
 /** The function's resync gauges (functions/telemetry/otel.ts), as the OTLP receiver names them. */
 export const RESYNC_HANDLED_METRIC = 'controller_resync_handled_time_seconds';
 export const RESYNC_GATEWAYS_METRIC = 'controller_resync_gateways';
+const REPORT_SLACK_SECONDS = 120;
 /** How far back the event-path alert looks for a handled resync before it says none was ever seen. */
 const RESYNC_LOOKBACK = '3h';
 
@@ -141,7 +149,8 @@ const NOT_APPLIED_AFTER = '15m';
 export function alerts(settings: AlertSettings): Alert[] {
   const resync = settings.resyncSeconds;
   const notAppliedAfter = settings.notAppliedAfter ?? NOT_APPLIED_AFTER;
-  const silentAfter = 2 * resync;
+  // One lost ping (PingSource delivers at most once) is a gap of two periods; its successor's report may arrive a minute late.
+  const silentAfter = 2 * resync + (settings.reportSlackSeconds ?? REPORT_SLACK_SECONDS);
   const handled = `${RESYNC_HANDLED_METRIC}{job="${FUNCTION_JOB}"}`;
   return [
     {
@@ -285,7 +294,7 @@ export function alerts(settings: AlertSettings): Alert[] {
       severity: 'critical',
       summary: `No resync has reached the function for more than ${inWords(minutes(silentAfter))}`,
       description:
-        `{{ $labels.job }} has handled no resync ping for more than ${inWords(minutes(silentAfter))}, two periods of the shipped PingSource schedule (every ${inWords(minutes(resync))}), or has not reported one in the last ${inWords(RESYNC_LOOKBACK)}: ` +
+        `{{ $labels.job }} has handled no resync ping for more than ${inWords(minutes(silentAfter))} (two periods of the PingSource schedule, every ${inWords(minutes(resync))}, and the time a Pod takes to report), or has not reported one in the last ${inWords(RESYNC_LOOKBACK)}: ` +
         'events do not reach the function (PingSource, Broker, Trigger, the Knative Service) or its OTLP metrics do not reach Prometheus. No Gateway event is reconciled either, and lost events are not repaired.',
       runbook: 'meridioeventpathbroken',
     },
