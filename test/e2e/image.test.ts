@@ -160,7 +160,7 @@ describe('the release', () => {
     expect(readdirSync(out).sort()).toEqual([NOTES_FILE, 'SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort());
     // Every file but the list itself, each with the hash of its bytes.
     const sums = file('SHA256SUMS').trim().split('\n').map((l) => l.split(/ {2}/));
-    expect(sums.map(([, name]) => name)).toEqual([NOTES_FILE, 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort());
+    expect(sums.map(([, name]) => name)).toEqual([NOTES_FILE, 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort((a, b) => a.localeCompare(b)));
     for (const [hash, name] of sums) expect(createHash('sha256').update(readFileSync(join(out, name as string))).digest('hex')).toBe(hash);
 
     const image = file('image.txt').trim();

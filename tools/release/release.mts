@@ -231,7 +231,7 @@ export function writeReleaseFiles(out: string, input: ReleaseInput): string[] {
   }
   if (input.monitoring) writeFileSync(join(out, MONITORING_FILE), renderMonitoring(input.kustomize, infra, input.monitoring, input.version));
   writeFileSync(join(out, 'image.txt'), `${input.repository}:${input.version}@${input.digest}\n`);
-  const files = [...readdirSync(out), NOTES_FILE, 'SHA256SUMS'].sort();
+  const files = [...new Set([...readdirSync(out), NOTES_FILE, 'SHA256SUMS'])].sort();
   writeFileSync(join(out, NOTES_FILE), releaseNotes({ ...input, namespace: installNamespace(infra), kubeStateMetricsTested: shippedKubeStateMetricsImage(infra).tag, files }));
   const summed = files.filter((f) => f !== 'SHA256SUMS');
   writeFileSync(join(out, 'SHA256SUMS'), sha256sums(summed.map((name) => ({ name, content: readFileSync(join(out, name)) }))));
