@@ -111,10 +111,13 @@ function writeScope(name: string, scope: Scope, infra = 'infra'): void {
   writeFileSync(join(work, name, 'kustomization.yaml'), scopeComponent(scope, readScopeBase(join(work, infra))));
 }
 
-/** Kind, name and namespace of each object the monitoring component adds (by its label). */
+/** Kind and name of each object of the default install, which the monitoring component's are not. */
+let infraObjects = new Set<string>();
+
+/** Kind, name and namespace of each object the monitoring component adds to infra/. */
 function monitoringObjects(yaml: string): string[] {
-  const Labelled = z.looseObject({ kind: z.string(), metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), labels: z.record(z.string(), z.string()).optional() }) });
-  return loadAllYaml(yaml).map((d) => Labelled.parse(d)).filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'monitoring')
+  // The Namespace is infra's (the scope renames it).
+  return loadAllYaml(yaml).map((d) => Obj.parse(d)).filter((o) => o.kind !== 'Namespace' && !infraObjects.has(`${o.kind} ${o.metadata.name}`))
     .map((o) => `${o.kind} ${o.metadata.name.replace(/^(meridio-2-kube-state-metrics-config)-.+$/, '$1-*')} ${o.metadata.namespace ?? '-'}`).sort();
 }
 
@@ -166,6 +169,10 @@ describe('the namespace scope', () => {
       `ServiceAccount meridio-2-kube-state-metrics ${ns}`,
       `ServiceMonitor meridio-2-kube-state-metrics ${ns}`,
     ];
+
+    beforeAll(async () => {
+      infraObjects = new Set(loadAllYaml(await kustomizeBuild(INSTALL_DIR)).map((d) => Obj.parse(d)).map((o) => `${o.kind} ${o.metadata.name}`));
+    });
 
     it('the default scope renders infra plus the component exactly', async () => {
       writeScope('default-scope-m', { namespace: SYSTEM_NAMESPACE, watch: 'all' });

@@ -123,7 +123,7 @@ describe('the monitoring component enabled from source (infra + infra/monitoring
     const [f] = failures(await checkAll([edited(rule(), 'for: 1h', 'for: 60')]));
     expect(f?.object).toBe(`PrometheusRule ${SYSTEM_NAMESPACE}/meridio-2-gateway-controller (monitoring.coreos.com/v1)`);
     expect(f?.apply.status).toBe(500);
-    expect(f?.apply.message).toMatch(/\.spec\.groups\[0\]\.rules\[1\]\.for: expected string, got/);
+    expect(f?.apply.message).toContain('.spec.groups[name="meridio-2-gateway-controller.gateways"].rules[1].for: expected string, got');
     expect(f?.create.status).toBe(422);
     expect(f?.create.message).toContain('spec.groups[0].rules[1].for: Invalid value: "integer"');
   });
