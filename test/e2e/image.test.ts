@@ -258,7 +258,9 @@ describe('the release', () => {
       const token = w.r().kc.getCurrentUser()?.token;
       if (!token) throw new Error('the controller identity has no token');
       c = await startControllerContainer({ image: installedImage(), token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'release-test' }, log });
-      expect(c.container.stdout.some((l) => l.includes('"msg":"listening"') && l.includes(`"version":"${version}"`))).toBe(true);
+      // The server answers /readyz as soon as it listens; its `listening` line may reach the pipe just after.
+      const running = c;
+      await waitFor(`the released image's listening line with version ${version}`, async () => (running.container.stdout.some((l) => l.includes('"msg":"listening"') && l.includes(`"version":"${version}"`)) ? true : undefined), { timeoutMs: 10000 });
       await w.setup();
       const m = HTTP.binary(pingEvent());
       const res = await fetch(`${c.url}/`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
