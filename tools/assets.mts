@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Every pinned binary the tests run, built when missing: the control plane,
-// kwok, Knative, the conformance suite and the single-binary Go tools.
+// kwok, Knative, the conformance suite and the single-binary Go tools; and
+// the Prometheus Operator's CRDs (files of its module, nothing built).
 //
 // With --beside-tests (what `npm test` runs), the tools that only a few test
 // files run (`testFiles` in tools/go-tools.mts: Prometheus, promtool,
@@ -28,6 +29,7 @@ import { cacheRoot, logger, processAlive, runAsScript } from './go-build.mts';
 import { ensureGoTool, GO_TOOLS, resolveGoTool, toolsBesideTests, type GoToolName } from './go-tools.mts';
 import { ensureKnativeAssets, ensureServingAssets } from './knative/build.mts';
 import { ensureKwok } from './kwok/build.mts';
+import { ensurePrometheusOperatorCrds } from './prometheus-operator/crds.mts';
 
 const log = logger('assets');
 
@@ -82,6 +84,7 @@ runAsScript(import.meta.url, async () => {
   await ensureKnativeAssets();
   await ensureServingAssets();
   await ensureConformanceSuite();
+  ensurePrometheusOperatorCrds();
   const later = besideTests ? toolsBesideTests().tools.filter((name) => !existsSync(resolveGoTool(name).binary)) : [];
   for (const name of Object.keys(GO_TOOLS) as GoToolName[]) {
     if (!later.includes(name)) await ensureGoTool(name);

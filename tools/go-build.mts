@@ -1,6 +1,6 @@
 // What the builders of pinned Go binaries share (tools/controlplane,
 // tools/kwok, tools/knative, tools/kustomize, tools/conformance,
-// tools/prometheus, tools/jaeger): the per-user
+// tools/prometheus, tools/jaeger; tools/prometheus-operator for its CRDs only): the per-user
 // cache, a cross-process lock, `go build` with visible progress, and module
 // downloads (and files collected from them) through the module proxy.
 //

@@ -12,11 +12,12 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { buildControllerImage, type BuiltImage } from '../../tools/image/build.mjs';
 import { buildah, inspectImage, removeImage, runCommand } from '../../tools/image/buildah.mjs';
 import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mjs';
-import { VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
+import { MONITORING_FILE, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
+import { NOTES_FILE } from '../../tools/release/release.mjs';
 import { logger } from '../../tools/go-build.mjs';
 import { pingEvent } from '../../events/outgoing.js';
 import { auditLog } from '../support/cluster.js';
-import { dryRunCheck, ensureKnativeCrds, ensureSystemNamespace, parseManifests } from '../support/install.js';
+import { dryRunCheck, ensureKnativeCrds, ensurePrometheusOperatorCrds, ensureSystemNamespace, parseManifests } from '../support/install.js';
 import { programmedAndApplied } from '../support/fixtures.js';
 import { mountOptions, processCredentials, startControllerContainer, type ControllerContainer } from '../support/image-container.js';
 import { useWorld } from '../support/world.js';
@@ -126,13 +127,16 @@ describe('the release', () => {
   let pulled: string | undefined;
   // The Knative Eventing adapter the release is for: only its reference is checked, nothing pulls it.
   const ADAPTER = `registry.example.com/knative/apiserver-receive-adapter@sha256:${'1'.repeat(64)}`;
+  // kube-state-metrics for install-monitoring.yaml, and where the runbooks are published: only named.
+  const KSM = `registry.example.com/mirror/kube-state-metrics@sha256:${'2'.repeat(64)}`;
+  const RUNBOOK_BASE = 'https://docs.example.com/meridio-2/docs/operations.md';
 
   beforeAll(async () => {
     registry = await startRegistry(log);
     repository = `${registry.host}/meridio-2/gateway-controller`;
     out = mkdtempSync(join(tmpdir(), 'meridio2-release-out-'));
     // Cold, this builds syft (minutes); then it pushes about 90 MB to loopback.
-    await exec(process.execPath, ['tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--tls-verify=false', '--out', out], { maxBuffer: 16 * 1024 * 1024 });
+    await exec(process.execPath, ['tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--kube-state-metrics', KSM, '--runbook-base', RUNBOOK_BASE, '--tls-verify=false', '--out', out], { maxBuffer: 16 * 1024 * 1024 });
   }, 30 * 60 * 1000);
 
   afterAll(async () => {
@@ -153,27 +157,34 @@ describe('the release', () => {
   };
 
   it('writes install files pinned by digest, carrying the version, and their checksums', () => {
-    expect(readdirSync(out).sort()).toEqual(['SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', 'install.yaml', 'sbom.cdx.json']);
+    expect(readdirSync(out).sort()).toEqual([NOTES_FILE, 'SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort());
     // Every file but the list itself, each with the hash of its bytes.
     const sums = file('SHA256SUMS').trim().split('\n').map((l) => l.split(/ {2}/));
-    expect(sums.map(([, name]) => name)).toEqual(['image.txt', 'install-beside-meridio-2.yaml', 'install.yaml', 'sbom.cdx.json']);
+    expect(sums.map(([, name]) => name)).toEqual([NOTES_FILE, 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort((a, b) => a.localeCompare(b)));
     for (const [hash, name] of sums) expect(createHash('sha256').update(readFileSync(join(out, name as string))).digest('hex')).toBe(hash);
 
     const image = file('image.txt').trim();
     expect(image).toMatch(new RegExp(`^${repository.replace(/[.]/g, '\\.')}:${version.replace(/[.]/g, '\\.')}@sha256:[0-9a-f]{64}$`));
     const digest = image.split('@')[1];
     expect(installedImage()).toBe(`${repository}@${digest}`);
-    for (const name of ['install.yaml', 'install-beside-meridio-2.yaml']) {
+    for (const name of ['install.yaml', 'install-beside-meridio-2.yaml', MONITORING_FILE]) {
       const objects = parseManifests(file(name), name);
-      expect(objects.length).toBeGreaterThan(10);
+      expect(objects.length).toBeGreaterThan(name === MONITORING_FILE ? 8 : 10);
       for (const m of objects) {
         const annotations = z.object({ metadata: z.object({ annotations: z.record(z.string(), z.string()).optional() }) }).parse(loadAllYaml(m.text)[0]).metadata.annotations;
         expect([m.object.kind, m.object.metadata.name, annotations?.[VERSION_ANNOTATION]]).toEqual([m.object.kind, m.object.metadata.name, version]);
       }
+      if (name === MONITORING_FILE) continue;
       expect(file(name)).toContain(`image: ${repository}@${digest}`);
       expect(file(name)).not.toMatch(/image: meridio-2-gateway-controller/);
       expect(file(name)).toContain(`image: ${ADAPTER}`);
     }
+    // The monitoring component: kube-state-metrics by digest, each runbook at the address given.
+    expect(file(MONITORING_FILE)).toContain(`image: ${KSM}\n`);
+    expect(file(MONITORING_FILE).match(/^\s+runbook_url: (\S+)$/gm)?.every((l) => l.trim().startsWith(`runbook_url: ${RUNBOOK_BASE}#`))).toBe(true);
+    expect(file(MONITORING_FILE)).not.toMatch(/^\s+runbook: /m);
+    expect(file(NOTES_FILE)).toContain(`${version}@${digest}`);
+    expect(file(NOTES_FILE)).toContain(KSM);
   });
 
   describe('the image pulled back by the digest in install.yaml', () => {
@@ -247,7 +258,9 @@ describe('the release', () => {
       const token = w.r().kc.getCurrentUser()?.token;
       if (!token) throw new Error('the controller identity has no token');
       c = await startControllerContainer({ image: installedImage(), token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'release-test' }, log });
-      expect(c.container.stdout.some((l) => l.includes('"msg":"listening"') && l.includes(`"version":"${version}"`))).toBe(true);
+      // The server answers /readyz as soon as it listens; its `listening` line may reach the pipe just after.
+      const running = c;
+      await waitFor(`the released image's listening line with version ${version}`, async () => (running.container.stdout.some((l) => l.includes('"msg":"listening"') && l.includes(`"version":"${version}"`)) ? true : undefined), { timeoutMs: 10000 });
       await w.setup();
       const m = HTTP.binary(pingEvent());
       const res = await fetch(`${c.url}/`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
@@ -256,11 +269,12 @@ describe('the release', () => {
     });
   });
 
-  describe('install.yaml on the API server (dry run, with Knative CRDs)', () => {
+  describe('install.yaml on the API server (dry run, with Knative CRDs and, for install-monitoring.yaml, the Prometheus Operator\'s)', () => {
     let removeNamespace: () => Promise<void> = async () => undefined;
 
     beforeAll(async () => {
       await ensureKnativeCrds();
+      await ensurePrometheusOperatorCrds();
       removeNamespace = await ensureSystemNamespace();
     }, 30 * 60 * 1000);
 
@@ -268,10 +282,10 @@ describe('the release', () => {
       await removeNamespace();
     });
 
-    it.each(['install.yaml', 'install-beside-meridio-2.yaml'])('%s passes server-side apply and create with dryRun=All and strict field validation', async (name) => {
+    it.each(['install.yaml', 'install-beside-meridio-2.yaml', MONITORING_FILE])('%s passes server-side apply and create with dryRun=All and strict field validation', async (name) => {
       const outcomes = [];
       for (const m of parseManifests(file(name), name)) outcomes.push(await dryRunCheck(m));
-      expect(outcomes.length).toBeGreaterThan(10);
+      expect(outcomes.length).toBeGreaterThan(8);
       expect(outcomes.filter((o) => !o.ok)).toEqual([]);
     });
   });

@@ -42,6 +42,10 @@ function observe(yaml: string): ObservedScope {
     for (const sub of z.object({ subjects: z.array(z.looseObject({ kind: z.string(), namespace: z.string().optional() })).optional() }).parse(d.raw).subjects ?? []) {
       if (sub.kind === 'ServiceAccount') namespaces.add(sub.namespace ?? '');
     }
+    // The monitoring component's ServiceMonitor, if its selector names namespaces.
+    if (d.obj.kind === 'ServiceMonitor') {
+      for (const ns of z.object({ spec: z.object({ namespaceSelector: z.object({ matchNames: z.array(z.string()).optional() }).optional() }) }).parse(d.raw).spec.namespaceSelector?.matchNames ?? []) namespaces.add(ns);
+    }
   }
   const svc = of('Service').find((d) => d.obj.apiVersion === 'serving.knative.dev/v1');
   if (!svc) throw new Error('no Knative Service');
@@ -94,11 +98,27 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** An overlay of the copied infra/ with the given kustomization lines after its resources. */
-async function overlay(name: string, lines: string[]): Promise<string> {
+/** An overlay of the copied infra/ (or another copy) with the given kustomization lines after its resources. */
+async function overlay(name: string, lines: string[], infra = 'infra'): Promise<string> {
   mkdirSync(join(work, name));
-  writeFileSync(join(work, name, 'kustomization.yaml'), ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', '  - ../infra', ...lines, ''].join('\n'));
+  writeFileSync(join(work, name, 'kustomization.yaml'), ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', `  - ../${infra}`, ...lines, ''].join('\n'));
   return kustomizeBuild(join(work, name));
+}
+
+/** A scope component written by scopeComponent from a copy of infra/. */
+function writeScope(name: string, scope: Scope, infra = 'infra'): void {
+  mkdirSync(join(work, name));
+  writeFileSync(join(work, name, 'kustomization.yaml'), scopeComponent(scope, readScopeBase(join(work, infra))));
+}
+
+/** Kind and name of each object of the default install, which the monitoring component's are not. */
+let infraObjects = new Set<string>();
+
+/** Kind, name and namespace of each object the monitoring component adds to infra/. */
+function monitoringObjects(yaml: string): string[] {
+  // The Namespace is infra's (the scope renames it).
+  return loadAllYaml(yaml).map((d) => Obj.parse(d)).filter((o) => o.kind !== 'Namespace' && !infraObjects.has(`${o.kind} ${o.metadata.name}`))
+    .map((o) => `${o.kind} ${o.metadata.name.replace(/^(meridio-2-kube-state-metrics-config)-.+$/, '$1-*')} ${o.metadata.namespace ?? '-'}`).sort();
 }
 
 describe('the namespace scope', () => {
@@ -134,5 +154,65 @@ describe('the namespace scope', () => {
     expect(seen.namespaces).toEqual(['gateways-system', SYSTEM_NAMESPACE]);
     expect(seen.audiences).toEqual([audienceOf(SYSTEM_NAMESPACE, SERVICE)]);
     expect(seen).not.toEqual(expected({ namespace: 'gateways-system', watch: 'all' }, triggerNames(yaml)));
+  });
+
+  describe('with the monitoring component (infra/monitoring/, whose objects name the namespace themselves)', () => {
+    const scope: Scope = { namespace: 'gateways-system', watch: ['team-a'] };
+    const MONITORING = (ns: string): string[] => [
+      `ClusterRole meridio-2-kube-state-metrics -`,
+      `ClusterRoleBinding meridio-2-kube-state-metrics -`,
+      `ConfigMap meridio-2-gateway-controller-dashboard ${ns}`,
+      `ConfigMap meridio-2-kube-state-metrics-config-* ${ns}`,
+      `Deployment meridio-2-kube-state-metrics ${ns}`,
+      `PrometheusRule meridio-2-gateway-controller ${ns}`,
+      `Service meridio-2-kube-state-metrics ${ns}`,
+      `ServiceAccount meridio-2-kube-state-metrics ${ns}`,
+      `ServiceMonitor meridio-2-kube-state-metrics ${ns}`,
+    ];
+
+    beforeAll(async () => {
+      infraObjects = new Set(loadAllYaml(await kustomizeBuild(INSTALL_DIR)).map((d) => Obj.parse(d)).map((o) => `${o.kind} ${o.metadata.name}`));
+    });
+
+    it('the default scope renders infra plus the component exactly', async () => {
+      writeScope('default-scope-m', { namespace: SYSTEM_NAMESPACE, watch: 'all' });
+      const plain = await overlay('monitoring-plain', ['components:', '  - ../infra/monitoring']);
+      expect(monitoringObjects(plain)).toEqual(MONITORING(SYSTEM_NAMESPACE));
+      expect(await overlay('monitoring-default-scope', ['components:', '  - ../infra/monitoring', '  - ../default-scope-m'])).toBe(plain);
+    });
+
+    it('a scope listed after it moves every monitoring object, the generated ConfigMaps, and the kube-state-metrics binding\'s subject', async () => {
+      writeScope('teams-m', scope);
+      const yaml = await overlay('monitoring-teams', ['components:', '  - ../infra/monitoring', '  - ../teams-m']);
+      expect(monitoringObjects(yaml)).toEqual(MONITORING(scope.namespace));
+      expect(observe(yaml)).toEqual(expected(scope, triggerNames(yaml)));
+      expect(yaml).not.toContain(SYSTEM_NAMESPACE);
+      const binding = z.object({ subjects: z.array(z.object({ kind: z.string(), name: z.string(), namespace: z.string() })) })
+        .parse(loadAllYaml(yaml).find((d) => Obj.parse(d).kind === 'ClusterRoleBinding' && Obj.parse(d).metadata.name === 'meridio-2-kube-state-metrics'));
+      expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'meridio-2-kube-state-metrics', namespace: scope.namespace }]);
+    });
+
+    it('a scope listed before it does not see it (components change what came before): the monitoring objects stay behind', async () => {
+      const yaml = await overlay('monitoring-teams-first', ['components:', '  - ../teams-m', '  - ../infra/monitoring']);
+      expect(monitoringObjects(yaml)).toEqual(MONITORING(SYSTEM_NAMESPACE));
+      expect(observe(yaml).namespaces).toEqual([scope.namespace, SYSTEM_NAMESPACE].sort());
+    });
+
+    it('a ServiceMonitor namespaceSelector naming the install\'s namespace is moved too (kustomize\'s namespace alone leaves it)', async () => {
+      cpSync(join(work, 'infra'), join(work, 'infra-selector'), { recursive: true });
+      const file = join(work, 'infra-selector', 'monitoring', 'servicemonitor.yaml');
+      const text = readFileSync(file, 'utf8');
+      expect(text.split('spec:\n').length - 1).toBe(1);
+      writeFileSync(file, text.replace('spec:\n', `spec:\n  namespaceSelector:\n    matchNames: [${SYSTEM_NAMESPACE}, shared-monitoring]\n`));
+      writeScope('teams-selector', scope, 'infra-selector');
+      const selectorOf = (yaml: string): string[] => z.object({ spec: z.object({ namespaceSelector: z.object({ matchNames: z.array(z.string()) }) }) })
+        .parse(loadAllYaml(yaml).find((d) => Obj.parse(d).kind === 'ServiceMonitor')).spec.namespaceSelector.matchNames;
+      const moved = await overlay('monitoring-selector', ['components:', '  - ../infra-selector/monitoring', '  - ../teams-selector'], 'infra-selector');
+      expect(selectorOf(moved)).toEqual([scope.namespace, 'shared-monitoring']);
+      expect(moved).not.toContain(SYSTEM_NAMESPACE);
+      // Negative control: the namespace transformer alone.
+      const nsOnly = await overlay('monitoring-selector-ns-only', ['components:', '  - ../infra-selector/monitoring', `namespace: ${scope.namespace}`], 'infra-selector');
+      expect(selectorOf(nsOnly)).toEqual([SYSTEM_NAMESPACE, 'shared-monitoring']);
+    });
   });
 });

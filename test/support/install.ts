@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ApiException, ApiextensionsV1Api, CoreV1Api, loadAllYaml } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { ensureKnativeCrds as pinnedKnativeCrds } from '../../tools/knative/build.mjs';
+import { ensurePrometheusOperatorCrds as pinnedPrometheusOperatorCrds } from '../../tools/prometheus-operator/crds.mjs';
 import { kustomizeBuild } from '../../tools/go-tools.mjs';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, clusterInfo } from './cluster.js';
@@ -337,6 +338,13 @@ export async function ensureKnativeCrds(): Promise<KnativeCrds> {
   const assets = pinnedKnativeCrds();
   const crds = [...readCrds(assets.servingCrds), ...readCrds(assets.eventingCrds)];
   if (crds.length === 0) throw new Error('no Knative CRDs found');
+  const created = await createCrds(crds);
+  await crdsServed('Knative', crds);
+  return { versions: { serving: assets.versions.serving, eventing: assets.versions.eventing }, names: crds.map((c) => c.metadata.name), created };
+}
+
+/** Creates the CRDs unless they are there already; returns how many it created. */
+async function createCrds(crds: Crd[]): Promise<number> {
   const api = adminConfig().makeApiClient(ApiextensionsV1Api);
   let created = 0;
   for (const crd of crds) {
@@ -348,7 +356,13 @@ export async function ensureKnativeCrds(): Promise<KnativeCrds> {
       if (!(err instanceof ApiException && err.code === 409)) throw err;
     }
   }
-  await waitFor('Knative CRDs Established', async () => {
+  return created;
+}
+
+/** Waits until every CRD is Established and every served group/version lists it in discovery. */
+async function crdsServed(what: string, crds: Crd[]): Promise<void> {
+  const api = adminConfig().makeApiClient(ApiextensionsV1Api);
+  await waitFor(`${what} CRDs Established`, async () => {
     for (const crd of crds) {
       const live = await api.readCustomResourceDefinition({ name: crd.metadata.name });
       if (!live.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return undefined;
@@ -356,7 +370,7 @@ export async function ensureKnativeCrds(): Promise<KnativeCrds> {
     return true;
   }, { timeoutMs: 60000 });
   // Established is not yet served: wait until discovery lists every one.
-  await waitFor('Knative CRDs in discovery', async () => {
+  await waitFor(`${what} CRDs in discovery`, async () => {
     for (const crd of crds) {
       for (const v of crd.spec.versions.filter((x) => x.served)) {
         const res = await adminRequest('GET', `/apis/${crd.spec.group}/${v.name}`);
@@ -366,7 +380,29 @@ export async function ensureKnativeCrds(): Promise<KnativeCrds> {
     return true;
   }, { timeoutMs: 60000 });
   discoveryCache.clear();
-  return { versions: { serving: assets.versions.serving, eventing: assets.versions.eventing }, names: crds.map((c) => c.metadata.name), created };
+}
+
+export interface PrometheusOperatorCrds {
+  version: string;
+  /** Names of the CustomResourceDefinitions installed. */
+  names: string[];
+}
+
+/**
+ * Installs the pinned Prometheus Operator's PrometheusRule and ServiceMonitor
+ * CRDs (read from its Go module by tools/prometheus-operator) on the shared
+ * control plane and leaves them installed, as ensureKnativeCrds does. Sent
+ * as the module's exact text (server-side apply): the schemas' x-kubernetes-*
+ * markers must reach the API server as written.
+ */
+export async function ensurePrometheusOperatorCrds(): Promise<PrometheusOperatorCrds> {
+  const assets = pinnedPrometheusOperatorCrds();
+  const manifests = assets.files.flatMap((f) => manifestsOf(f));
+  const crds = manifests.map((m) => CrdSchema.parse(loadAllYaml(m.text)[0]));
+  if (crds.length !== assets.files.length) throw new Error(`expected one CRD in each of ${assets.files.join(', ')}, found ${crds.length}`);
+  for (const m of manifests) await applyManifest(m);
+  await crdsServed(`Prometheus Operator ${assets.version}`, crds);
+  return { version: assets.version, names: crds.map((c) => c.metadata.name) };
 }
 
 // --- What Knative Eventing does with an ApiServerSource's resources.

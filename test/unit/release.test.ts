@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
 import { z } from 'zod';
 import { bundledPackagePaths } from '../../tools/bundle/bundled-packages.mjs';
-import { INSTALL_VARIANTS, pinnedImage, releaseOverlay, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
-import { parseReleaseOptions, releaseVersion, sha256sums } from '../../tools/release/release.mjs';
+import { INSTALL_VARIANTS, installNamespace, MONITORING_FILE, monitoringOverlay, pinnedImage, releaseOverlay, shippedKubeStateMetricsImage, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
+import { NOTES_FILE, parseReleaseOptions, releaseNotes, releaseVersion, sha256sums } from '../../tools/release/release.mjs';
 import { parseScopeArgs } from '../../tools/release/scope.mjs';
 import { VERSION } from '../../functions/version.js';
 
@@ -98,8 +98,60 @@ describe('parseReleaseOptions', () => {
     [['r.example.com/a', '--local-base', '--image', 'x'], /give one/],
     [['r.example.com/a', '--tls-verify=maybe'], /true or false/],
     [['r.example.com/a', '--receive-adapter', 'gcr.example/adapter:v1.23.0'], /by digest/],
+    [['r.example.com/a', '--kube-state-metrics', 'registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.16.0'], /--kube-state-metrics: .*not an image reference by digest.*a tag can be moved/],
+    [['r.example.com/a', '--runbook-base', 'https://docs.example.com/operations.md'], /--runbook-base is for the alerts of install-monitoring\.yaml, which only a release with --kube-state-metrics/],
+    [['r.example.com/a', '--kube-state-metrics', `m.example/ksm@sha256:${'2'.repeat(64)}`, '--runbook-base', 'docs/operations.md'], /--runbook-base: .*not an absolute address/],
+    [['r.example.com/a', '--kube-state-metrics', `m.example/ksm@sha256:${'2'.repeat(64)}`, '--runbook-base', 'https://docs.example.com/operations.md#alerts'], /--runbook-base: .*has a fragment/],
   ])('refuses %j', (argv, message) => {
     expect(() => parseReleaseOptions(argv)).toThrow(message);
+  });
+});
+
+describe('the monitoring release options', () => {
+  const ksm = `mirror.example/kube-state-metrics@sha256:${'2'.repeat(64)}`;
+  it('take kube-state-metrics by digest and a runbook address', () => {
+    expect(parseReleaseOptions(['r.example.com/a', '--kube-state-metrics', ksm, '--runbook-base', 'https://docs.example.com/v1/docs/operations.md'])).toMatchObject({
+      kubeStateMetrics: ksm, runbookBase: 'https://docs.example.com/v1/docs/operations.md',
+    });
+    expect(parseReleaseOptions(['r.example.com/a', '--kube-state-metrics', ksm]).runbookBase).toBeUndefined();
+  });
+
+  it('pin the image the component names (its tag dropped) and keep the namespace of the install', () => {
+    expect(shippedKubeStateMetricsImage('infra')).toEqual({ name: 'registry.k8s.io/kube-state-metrics/kube-state-metrics', tag: expect.stringMatching(/^v\d+\.\d+\.\d+$/) });
+    expect(installNamespace('infra')).toBe('meridio-2-system');
+    const overlay = z.object({ apiVersion: z.string(), kind: z.literal('Kustomization'), components: z.array(z.string()), images: z.array(z.object({ name: z.string(), newName: z.string(), digest: z.string() })), commonAnnotations: z.record(z.string(), z.string()) }).strict()
+      .parse(load(monitoringOverlay('./monitoring', 'registry.k8s.io/kube-state-metrics/kube-state-metrics', { kubeStateMetrics: pinnedImage(ksm) }, '1.2.3')));
+    // No resources: the component alone, what install.yaml does not hold.
+    expect(overlay.components).toEqual(['./monitoring']);
+    expect(overlay.images).toEqual([{ name: 'registry.k8s.io/kube-state-metrics/kube-state-metrics', newName: 'mirror.example/kube-state-metrics', digest: `sha256:${'2'.repeat(64)}` }]);
+    expect(overlay.commonAnnotations).toEqual({ [VERSION_ANNOTATION]: '1.2.3' });
+  });
+});
+
+describe('releaseNotes', () => {
+  const digest = `sha256:${'0'.repeat(64)}`;
+  const base = { version: '1.2.3', repository: 'r.example/ctl', digest, namespace: 'meridio-2-system', kubeStateMetricsTested: 'v2.16.0' };
+  const files = ['RELEASE-NOTES.md', 'SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', 'install.yaml', 'sbom.cdx.json'];
+  it('without kube-state-metrics say that install-monitoring.yaml is left out, and how to get it', () => {
+    const notes = releaseNotes({ ...base, files });
+    expect(notes).toContain(`r.example/ctl:1.2.3@${digest}`);
+    expect(notes).toContain('Not in this release: `install-monitoring.yaml` was left out');
+    expect(notes).toContain('--kube-state-metrics <ref@sha256:...>');
+    expect(notes).not.toContain(`| \`${MONITORING_FILE}\``);
+    expect(notes).toContain('Not pinned (made without `--receive-adapter`)');
+    expect(notes).toContain(`| \`${NOTES_FILE}\` | this file |`);
+  });
+  it('with it name its image and the runbook address, or say that the runbooks are named by path', () => {
+    const ksm = { repository: 'm.example/ksm', digest: `sha256:${'2'.repeat(64)}` };
+    const withBase = releaseNotes({ ...base, files: [...files, MONITORING_FILE], monitoring: { kubeStateMetrics: ksm, runbookBase: 'https://d.example/ops.md' } });
+    expect(withBase).toContain(`| \`${MONITORING_FILE}\``);
+    expect(withBase).toContain(`m.example/ksm@sha256:${'2'.repeat(64)}`);
+    expect(withBase).toContain('tested with kube-state-metrics v2.16.0');
+    expect(withBase).toContain('`https://d.example/ops.md#<alert anchor>`');
+    expect(withBase).toContain('`meridio-2-kube-state-metrics`');
+    const byPath = releaseNotes({ ...base, files: [...files, MONITORING_FILE], monitoring: { kubeStateMetrics: ksm } });
+    expect(byPath).toContain('`runbook: docs/operations.md#<alert anchor>`');
+    expect(byPath).toContain('made without `--runbook-base <url>`');
   });
 });
 

@@ -1,12 +1,17 @@
 // The release's install files: the kustomize install of infra/ (and its
 // variants) with the controller image pinned by digest and the release's
 // version as an annotation on every object, rendered by the pinned kustomize
-// from a throwaway overlay, exactly as an operator's own overlay would.
+// from a throwaway overlay, exactly as an operator's own overlay would; and
+// the optional monitoring component (infra/monitoring/) as a file of its own,
+// with kube-state-metrics by digest and the alerts' runbook address.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { dump } from 'js-yaml';
+import { dump, load, loadAll } from 'js-yaml';
+import { z } from 'zod';
+import { generatedFiles, MONITORING_DIR } from '../monitoring/files.mts';
+import { checkRunbookBase } from '../monitoring/rules.mts';
 
 /** The annotation every object of a release's install file carries. */
 export const VERSION_ANNOTATION = 'meridio-2.nordix.org/version';
@@ -68,6 +73,109 @@ export function renderInstall(kustomize: string, infraDir: string, variant: Inst
   try {
     writeFileSync(join(dir, 'kustomization.yaml'), releaseOverlay(relative(dir, infraDir), variant, image, version, adapter));
     return execFileSync(kustomize, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// --- The monitoring component (infra/monitoring/), install-monitoring.yaml.
+
+/** The release file of the monitoring component, applied after install.yaml. */
+export const MONITORING_FILE = 'install-monitoring.yaml';
+/** The component's directory under infra/. */
+export const MONITORING_COMPONENT = 'monitoring';
+/** Its kube-state-metrics Deployment's file, in that directory. */
+const KSM_FILE = 'kube-state-metrics.yaml';
+
+export interface MonitoringRelease {
+  /** kube-state-metrics, by digest: the component's Deployment runs it. */
+  kubeStateMetrics: PinnedImage;
+  /**
+   * Where docs/operations.md is published: each alert's runbook_url is this
+   * address and its anchor. Without it the alerts name the runbook by its
+   * path (annotation `runbook: docs/operations.md#<anchor>`).
+   */
+  runbookBase?: string;
+}
+
+const ImageOfDeployment = z.looseObject({
+  kind: z.literal('Deployment'),
+  spec: z.looseObject({ template: z.looseObject({ spec: z.looseObject({ containers: z.array(z.looseObject({ name: z.string(), image: z.string() })).length(1) }) }) }),
+});
+
+/**
+ * The kube-state-metrics image the component names (its Deployment's one
+ * container), without the tag: what kustomize's images transformer matches.
+ */
+export function shippedKubeStateMetricsImage(infraDir: string): { name: string; tag: string } {
+  const docs = loadAll(readFileSync(join(infraDir, MONITORING_COMPONENT, KSM_FILE), 'utf8')).filter((d) => d != null);
+  const deployments = docs.flatMap((d) => { const r = ImageOfDeployment.safeParse(d); return r.success ? [r.data] : []; });
+  if (deployments.length !== 1) throw new Error(`${MONITORING_COMPONENT}/${KSM_FILE}: expected one Deployment, found ${deployments.length}`);
+  const image = deployments[0]!.spec.template.spec.containers[0]!.image;
+  const m = /^([^@\s]+?):([^:/@]+)$/.exec(image);
+  if (!m?.[1] || !m[2]) throw new Error(`${MONITORING_COMPONENT}/${KSM_FILE}: image ${image} is not <name>:<tag>`);
+  return { name: m[1], tag: m[2] };
+}
+
+/** The install's namespace: infra/kustomization.yaml's `namespace`, where install.yaml puts everything. */
+export function installNamespace(infraDir: string): string {
+  return z.object({ namespace: z.string().min(1) }).parse(load(readFileSync(join(infraDir, 'kustomization.yaml'), 'utf8'))).namespace;
+}
+
+/**
+ * The overlay of the monitoring component alone (kustomization.yaml text):
+ * kube-state-metrics pinned by digest, the version on every object.
+ * `componentDir` is relative to the overlay's directory.
+ */
+export function monitoringOverlay(componentDir: string, ksmName: string, monitoring: MonitoringRelease, version: string): string {
+  return dump({
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    components: [componentDir],
+    images: [{ name: ksmName, newName: monitoring.kubeStateMetrics.repository, digest: monitoring.kubeStateMetrics.digest }],
+    commonAnnotations: { [VERSION_ANNOTATION]: version },
+  }, { lineWidth: -1 });
+}
+
+const RenderedSchema = z.looseObject({
+  kind: z.string(),
+  metadata: z.looseObject({ name: z.string(), namespace: z.string().optional() }),
+  subjects: z.array(z.looseObject({ kind: z.string(), namespace: z.string().optional() })).optional(),
+});
+const CLUSTER_SCOPED = new Set(['ClusterRole', 'ClusterRoleBinding']);
+
+/**
+ * Renders install-monitoring.yaml: the monitoring component of `infraDir`
+ * alone (what install.yaml does not hold), from a copy whose generated rule
+ * files are written anew for the release's runbook address
+ * (tools/monitoring/files.mts; without an address they are the committed
+ * files). Every object must be in the install's namespace, as install.yaml's
+ * are, the ServiceAccount the ClusterRoleBinding grants included: a
+ * component's objects name it themselves.
+ */
+export function renderMonitoring(kustomize: string, infraDir: string, monitoring: MonitoringRelease, version: string): string {
+  if (monitoring.runbookBase !== undefined) checkRunbookBase(monitoring.runbookBase);
+  const dir = mkdtempSync(join(tmpdir(), 'meridio2-release-monitoring-'));
+  try {
+    const component = join(dir, MONITORING_COMPONENT);
+    cpSync(join(infraDir, MONITORING_COMPONENT), component, { recursive: true });
+    for (const [path, text] of Object.entries(generatedFiles(monitoring.runbookBase !== undefined ? { runbookBase: monitoring.runbookBase } : {}))) {
+      if (!path.startsWith(`${MONITORING_DIR}/`)) throw new Error(`${path}: a generated file outside ${MONITORING_DIR}`);
+      writeFileSync(join(component, path.slice(MONITORING_DIR.length + 1)), text);
+    }
+    writeFileSync(join(dir, 'kustomization.yaml'), monitoringOverlay(`./${MONITORING_COMPONENT}`, shippedKubeStateMetricsImage(infraDir).name, monitoring, version));
+    const yaml = execFileSync(kustomize, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const namespace = installNamespace(infraDir);
+    const elsewhere = loadAll(yaml).filter((d) => d != null).flatMap((d) => {
+      const o = RenderedSchema.parse(d);
+      const where = [
+        ...(CLUSTER_SCOPED.has(o.kind) ? [] : [o.metadata.namespace ?? '(none)']),
+        ...(o.subjects ?? []).filter((s) => s.kind === 'ServiceAccount').map((s) => s.namespace ?? '(none)'),
+      ];
+      return where.filter((ns) => ns !== namespace).map((ns) => `${o.kind} ${o.metadata.name} names namespace ${ns}`);
+    });
+    if (elsewhere.length > 0) throw new Error(`${MONITORING_FILE}: not in the install's namespace ${namespace}: ${elsewhere.join('; ')}`);
+    return yaml;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,10 +7,15 @@
 //   install.yaml, install-beside-meridio-2.yaml   the kustomize install with
 //       the image by digest and the version annotation on every object
 //       (install-files.mts)
+//   install-monitoring.yaml   the optional monitoring component
+//       (infra/monitoring/: kube-state-metrics by digest, alerts, dashboard),
+//       applied after install.yaml; only with --kube-state-metrics
 //   sbom.cdx.json   CycloneDX SBOM of the image as pulled back by its digest,
 //       written by syft (tools/syft): the base's Debian packages, Node.js, and
 //       the npm packages bundled into the function (/app/node_modules)
 //   image.txt       <registry>/<repository>:<version>@sha256:<digest>
+//   RELEASE-NOTES.md   what the release holds and what it was made with:
+//       the images it pins, and what it leaves to the installer
 //   SHA256SUMS      sha256sum's format, of each file above
 //
 // Usage: npm run release -- <registry>/<repository> [options]
@@ -25,6 +30,16 @@
 //                        gateway-watch ContainerSource; without it they name
 //                        knative-apiserver-receive-adapter:v1.23.0, to be set
 //                        at install (docs/install.md)
+//   --kube-state-metrics <ref@sha256:...>   the kube-state-metrics image the
+//                        monitoring component runs, by digest (a mirror of
+//                        registry.k8s.io/kube-state-metrics/kube-state-metrics
+//                        at the version the component is tested with); without
+//                        it the release has no install-monitoring.yaml, and its
+//                        notes say so
+//   --runbook-base <url> where docs/operations.md is published: the alerts'
+//                        runbook_url is <url>#<anchor>; without it they name
+//                        the runbook by its path (runbook: docs/operations.md#<anchor>)
+//                        and the notes say so; only with --kube-state-metrics
 //   --tls-verify=false   a registry without TLS (a loopback test registry)
 //   --out <dir>          instead of dist/release
 import { createHash } from 'node:crypto';
@@ -39,7 +54,8 @@ import { imageExists, runCommand, storageArgs } from '../image/buildah.mts';
 import { ensureHostTools, IMAGE_TOOLS, RELEASE_TOOLS } from '../image/host-tools.mts';
 import { ensureGoTool } from '../go-tools.mts';
 import { repoRoot } from '../harness/repo-root.ts';
-import { INSTALL_VARIANTS, pinnedImage, renderInstall, type PinnedImage } from './install-files.mts';
+import { checkRunbookBase, RUNBOOK_DOC } from '../monitoring/rules.mts';
+import { INSTALL_VARIANTS, installNamespace, MONITORING_FILE, pinnedImage, renderInstall, renderMonitoring, shippedKubeStateMetricsImage, type MonitoringRelease, type PinnedImage } from './install-files.mts';
 
 const log = logger('release');
 
@@ -52,6 +68,8 @@ const OptionsSchema = z.object({
   nodeImage: z.string().min(1).optional(),
   image: z.string().min(1).optional(),
   receiveAdapter: z.string().min(1).optional(),
+  kubeStateMetrics: z.string().min(1).optional(),
+  runbookBase: z.string().min(1).optional(),
   tlsVerify: z.boolean(),
   out: z.string().min(1),
 });
@@ -66,11 +84,13 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
       'node-image': { type: 'string' },
       image: { type: 'string' },
       'receive-adapter': { type: 'string' },
+      'kube-state-metrics': { type: 'string' },
+      'runbook-base': { type: 'string' },
       'tls-verify': { type: 'string', default: 'true' },
       out: { type: 'string' },
     },
   });
-  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--tls-verify=false] [--out <dir>]');
+  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--kube-state-metrics <ref@sha256:...> [--runbook-base <url>]] [--tls-verify=false] [--out <dir>]');
   const tls = values['tls-verify'];
   if (tls !== 'true' && tls !== 'false') throw new Error(`--tls-verify: true or false, not ${tls}`);
   const parsed = OptionsSchema.safeParse({
@@ -79,6 +99,8 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
     nodeImage: values['node-image'],
     image: values.image,
     receiveAdapter: values['receive-adapter'],
+    kubeStateMetrics: values['kube-state-metrics'],
+    runbookBase: values['runbook-base'],
     tlsVerify: tls === 'true',
     out: values.out ?? join(repoRoot(), 'dist', 'release'),
   });
@@ -86,6 +108,21 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
   const chosen = [parsed.data.localBase, parsed.data.nodeImage !== undefined, parsed.data.image !== undefined].filter(Boolean).length;
   if (chosen > 1) throw new Error('--local-base, --node-image and --image each choose the image: give one');
   if (parsed.data.receiveAdapter) pinnedImage(parsed.data.receiveAdapter);
+  if (parsed.data.kubeStateMetrics) {
+    try {
+      pinnedImage(parsed.data.kubeStateMetrics);
+    } catch (err) {
+      throw new Error(`--kube-state-metrics: ${(err as Error).message}; a release pins every image it names by digest (a tag can be moved)`);
+    }
+  }
+  if (parsed.data.runbookBase !== undefined) {
+    if (!parsed.data.kubeStateMetrics) throw new Error('--runbook-base is for the alerts of install-monitoring.yaml, which only a release with --kube-state-metrics <ref@sha256:...> has');
+    try {
+      checkRunbookBase(parsed.data.runbookBase);
+    } catch (err) {
+      throw new Error(`--runbook-base: ${(err as Error).message}`);
+    }
+  }
   return parsed.data;
 }
 
@@ -115,6 +152,92 @@ export interface Release {
   files: string[];
 }
 
+/** What the release's files are made from, once the image is pushed. */
+export interface ReleaseInput {
+  /** The repository root: infra/ is rendered from it. */
+  root: string;
+  kustomize: string;
+  version: string;
+  /** The controller image's repository and the digest the registry serves its version's tag as. */
+  repository: string;
+  digest: string;
+  adapter?: PinnedImage;
+  /** Without it there is no install-monitoring.yaml. */
+  monitoring?: MonitoringRelease;
+}
+
+export const NOTES_FILE = 'RELEASE-NOTES.md';
+
+const FILE_LINES: ReadonlyArray<[string, string]> = [
+  ...INSTALL_VARIANTS.map((v): [string, string] => [v.file, v.what]),
+  [MONITORING_FILE, 'the optional monitoring component (infra/monitoring/): kube-state-metrics for the Gateways\' conditions, the alerts (PrometheusRule), a ServiceMonitor, the Grafana dashboard; apply it after install.yaml'],
+  ['sbom.cdx.json', 'the controller image\'s bill of materials (CycloneDX JSON, by syft)'],
+  ['image.txt', 'the controller image, `<repository>:<version>@sha256:<digest>`'],
+  [NOTES_FILE, 'this file'],
+  ['SHA256SUMS', 'the SHA-256 of each file above'],
+];
+
+/** RELEASE-NOTES.md: what the release holds, the images it pins, and what it leaves to the installer. */
+export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & { namespace: string; kubeStateMetricsTested: string; files: readonly string[] }): string {
+  const { version, monitoring } = input;
+  const code = (s: string): string => `\`${s}\``;
+  const lines = [
+    `# Meridio-2 Gateway controller ${version}`,
+    '',
+    `- Controller image: ${code(`${input.repository}:${version}@${input.digest}`)}; the install files run it by digest, ${code(`${input.repository}@${input.digest}`)}.`,
+    `- Namespace: everything namespaced is in ${code(input.namespace)}, serving all namespaces. For another namespace or a narrower scope, render from source with the namespace scope (docs/install.md, "Namespace scope: one input").`,
+    `- What changed: CHANGELOG.md, ${version}.`,
+    '',
+    '## Files',
+    '',
+    '| file | what |',
+    '|---|---|',
+    ...FILE_LINES.filter(([f]) => input.files.includes(f)).map(([f, what]) => `| ${code(f)} | ${what} |`),
+    '',
+    '## Knative ApiServerSource adapter',
+    '',
+    input.adapter
+      ? `Pinned: the gateway-watch ContainerSource runs ${code(`${input.adapter.repository}@${input.adapter.digest}`)}.`
+      : 'Not pinned (made without `--receive-adapter`): the gateway-watch ContainerSource names `knative-apiserver-receive-adapter` by tag; point it at your Knative Eventing\'s `APISERVER_RA_IMAGE` when installing (docs/install.md, "Install a release", step 3).',
+    '',
+    '## Monitoring',
+    '',
+  ];
+  if (!monitoring) {
+    lines.push(
+      `Not in this release: ${code(MONITORING_FILE)} was left out because the release was made without \`--kube-state-metrics <ref@sha256:...>\` (the monitoring component runs kube-state-metrics, which a release pins by digest). Render infra/monitoring/ from source (docs/install.md, "Alerts and the dashboard"), or make the release with that option.`,
+    );
+  } else {
+    lines.push(
+      `${code(MONITORING_FILE)} runs kube-state-metrics ${code(`${monitoring.kubeStateMetrics.repository}@${monitoring.kubeStateMetrics.digest}`)} (the component's configuration is tested with kube-state-metrics ${input.kubeStateMetricsTested}). It needs the Prometheus Operator's CRDs (PrometheusRule, ServiceMonitor); keep the ServiceMonitor's job, \`meridio-2-kube-state-metrics\`: the alert MeridioKubeStateMetricsDown reads it.`,
+      '',
+      monitoring.runbookBase !== undefined
+        ? `Runbooks: each alert's \`runbook_url\` is ${code(`${monitoring.runbookBase}#<alert anchor>`)}.`
+        : `Runbooks: named by their path, annotation \`runbook: ${RUNBOOK_DOC}#<alert anchor>\` (the release was made without \`--runbook-base <url>\`, so the alerts carry no address: ${RUNBOOK_DOC} is in the repository at this version).`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Writes the install files, image.txt, the notes and SHA256SUMS into `out`
+ * (which may hold the SBOM already); returns every file of `out`, sorted.
+ */
+export function writeReleaseFiles(out: string, input: ReleaseInput): string[] {
+  const infra = join(input.root, 'infra');
+  const image: PinnedImage = { repository: input.repository, digest: input.digest };
+  for (const variant of INSTALL_VARIANTS) {
+    writeFileSync(join(out, variant.file), renderInstall(input.kustomize, infra, variant, image, input.version, input.adapter));
+  }
+  if (input.monitoring) writeFileSync(join(out, MONITORING_FILE), renderMonitoring(input.kustomize, infra, input.monitoring, input.version));
+  writeFileSync(join(out, 'image.txt'), `${input.repository}:${input.version}@${input.digest}\n`);
+  const files = [...new Set([...readdirSync(out), NOTES_FILE, 'SHA256SUMS'])].sort();
+  writeFileSync(join(out, NOTES_FILE), releaseNotes({ ...input, namespace: installNamespace(infra), kubeStateMetricsTested: shippedKubeStateMetricsImage(infra).tag, files }));
+  const summed = files.filter((f) => f !== 'SHA256SUMS');
+  writeFileSync(join(out, 'SHA256SUMS'), sha256sums(summed.map((name) => ({ name, content: readFileSync(join(out, name)) }))));
+  return files;
+}
+
 /** The buildah global flags of the store that holds `ref`: the project's, else the machine's default. */
 async function storeOf(ref: string, log: Log): Promise<string[]> {
   if (await imageExists(ref, log)) return storageArgs();
@@ -128,6 +251,9 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
   await ensureHostTools([...IMAGE_TOOLS, ...RELEASE_TOOLS], log);
   const [kustomize, syft] = [await ensureGoTool('kustomize'), await ensureGoTool('syft')];
   const adapter: PinnedImage | undefined = opts.receiveAdapter ? pinnedImage(opts.receiveAdapter) : undefined;
+  const monitoring: MonitoringRelease | undefined = opts.kubeStateMetrics
+    ? { kubeStateMetrics: pinnedImage(opts.kubeStateMetrics), ...(opts.runbookBase !== undefined ? { runbookBase: opts.runbookBase } : {}) }
+    : undefined;
 
   // 1. The image, tagged with the version.
   let store: string[];
@@ -167,16 +293,16 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
       env: { ...process.env, SYFT_CHECK_FOR_APP_UPDATE: 'false' },
     });
 
-    // 4. The install files, the image reference and the checksums.
-    for (const variant of INSTALL_VARIANTS) {
-      writeFileSync(join(out, variant.file), renderInstall(kustomize.binary, join(root, 'infra'), variant, { repository: opts.repository, digest: remote }, version, adapter));
-    }
+    // 4. The install files, the image reference, the notes and the checksums.
     const image = `${tagged}@${remote}`;
-    writeFileSync(join(out, 'image.txt'), `${image}\n`);
-    const files = readdirSync(out).sort();
-    writeFileSync(join(out, 'SHA256SUMS'), sha256sums(files.map((name) => ({ name, content: readFileSync(join(out, name)) }))));
-    log(`released ${image}; ${out}: ${[...files, 'SHA256SUMS'].join(', ')}`);
-    return { version, image, digest: remote, dir: out, files: [...files, 'SHA256SUMS'] };
+    const files = writeReleaseFiles(out, {
+      root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote,
+      ...(adapter ? { adapter } : {}), ...(monitoring ? { monitoring } : {}),
+    });
+    log(`released ${image}; ${out}: ${files.join(', ')}`);
+    if (!monitoring) log(`no ${MONITORING_FILE}: made without --kube-state-metrics <ref@sha256:...> (the notes say so)`);
+    else if (monitoring.runbookBase === undefined) log(`${MONITORING_FILE}: the alerts name their runbooks by path (${RUNBOOK_DOC}#...): made without --runbook-base (the notes say so)`);
+    return { version, image, digest: remote, dir: out, files };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -12,7 +12,13 @@
 //   (SENDER_AUTH_ALLOWED: the Triggers' OIDC ServiceAccounts, namespace/name);
 // - every object's namespace, and the namespace of the ServiceAccounts the
 //   ClusterRoleBindings grant (kustomize's namespace transformer leaves a
-//   subject's namespace that the base already set).
+//   subject's namespace that the base already set);
+// - the optional monitoring component's (infra/monitoring/), whose objects
+//   name the namespace themselves: kube-state-metrics, its ConfigMaps, its
+//   ClusterRoleBinding's subject, the ServiceMonitor (and the namespaces its
+//   namespaceSelector names, if it names any) and the PrometheusRule. A
+//   component changes only what the components before it added: list the
+//   scope after infra/monitoring.
 // No kustomize transformer can turn one list into a comma-separated string, a
 // JSON array and a YAML list at once, so the scope is generated: this writes
 // a kustomize Component that sets all of them, from infra/ as it is (its
@@ -20,11 +26,12 @@
 // instead of being patched in the wrong place).
 //
 // Usage: npm run scope -- <component dir> --namespace <ns> (--watch <ns>[,<ns>...] | --all)
-//   then, in your overlay: components: [<component dir>]
+//   then, in your overlay: components: [<component dir>], last (after
+//   infra/monitoring and any other component of infra/)
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadAll, dump } from 'js-yaml';
+import { load, loadAll, dump } from 'js-yaml';
 import { z } from 'zod';
 import { logger, runAsScript } from '../go-build.mts';
 import { repoRoot } from '../harness/repo-root.ts';
@@ -56,6 +63,12 @@ const ContainerSourceSchema = z.looseObject({
   spec: z.looseObject({ template: z.looseObject({ spec: z.looseObject({ containers: z.array(z.looseObject({ env: EnvSchema })).min(1) }) }) }),
 });
 const NamedSchema = z.looseObject({ metadata: z.looseObject({ name: z.string() }) });
+const ServiceMonitorSchema = z.looseObject({
+  apiVersion: z.string().startsWith('monitoring.coreos.com/'),
+  kind: z.literal('ServiceMonitor'),
+  metadata: z.looseObject({ name: z.string() }),
+  spec: z.looseObject({ namespaceSelector: z.looseObject({ any: z.boolean().optional(), matchNames: z.array(z.string()).optional() }).optional() }),
+});
 const BindingSchema = z.looseObject({
   kind: z.enum(['ClusterRoleBinding', 'RoleBinding']),
   metadata: z.looseObject({ name: z.string() }),
@@ -64,12 +77,16 @@ const BindingSchema = z.looseObject({
 
 /** What of infra/ the scope's patches address: names, and each env variable's index. */
 export interface ScopeBase {
+  /** The install's namespace in the base (infra/kustomization.yaml). */
+  namespace: string;
   service: { name: string; env: string[]; allowed: string };
   apiServerSource: string;
   containerSource: { name: string; env: string[]; sourceConfig: string };
   broker: string;
   /** Each binding of the base and the indexes and names of its ServiceAccount subjects. */
   bindings: { kind: 'ClusterRoleBinding' | 'RoleBinding'; name: string; subjects: { index: number; name: string }[] }[];
+  /** The ServiceMonitors (infra/monitoring/) whose namespaceSelector names namespaces: they name the install's. */
+  serviceMonitors: { name: string; matchNames: string[] }[];
 }
 
 /** Every YAML document under a directory (recursively). */
@@ -92,6 +109,7 @@ export function readScopeBase(infraDir: string): ScopeBase {
   const cs = ContainerSourceSchema.parse(one('knative/gateway-watch/containersource.yaml'));
   const csEnv = cs.spec.template.spec.containers[0]!.env;
   return {
+    namespace: z.object({ namespace: Name }).parse(load(readFileSync(join(infraDir, 'kustomization.yaml'), 'utf8'))).namespace,
     service: { name: svc.metadata.name, env: env.map((e) => e.name), allowed: env.find((e) => e.name === 'SENDER_AUTH_ALLOWED')?.value ?? '' },
     apiServerSource: NamedSchema.parse(one('knative/apiserversource.yaml')).metadata.name,
     containerSource: { name: cs.metadata.name, env: csEnv.map((e) => e.name), sourceConfig: csEnv.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '' },
@@ -101,6 +119,11 @@ export function readScopeBase(infraDir: string): ScopeBase {
       if (!b.success) return [];
       const subjects = b.data.subjects.flatMap((sub, index) => (sub.kind === 'ServiceAccount' ? [{ index, name: sub.name }] : []));
       return subjects.length ? [{ kind: b.data.kind, name: b.data.metadata.name, subjects }] : [];
+    }),
+    serviceMonitors: documentsUnder(infraDir).flatMap((d) => {
+      const m = ServiceMonitorSchema.safeParse(d);
+      const matchNames = m.success ? m.data.spec.namespaceSelector?.matchNames : undefined;
+      return m.success && matchNames?.length ? [{ name: m.data.metadata.name, matchNames }] : [];
     }),
   };
 }
@@ -153,6 +176,13 @@ export function scopeComponent(scope: Scope, base: ScopeBase): string {
         { op: 'test' as const, path: `/subjects/${sub.index}/name`, value: sub.name },
         { op: 'replace' as const, path: `/subjects/${sub.index}/namespace`, value: scope.namespace },
       ]))),
+      // A ServiceMonitor's namespaceSelector that names the install's
+      // namespace (where its Service is) names the new one; without a
+      // selector it selects its own namespace, which the namespace moves.
+      ...base.serviceMonitors.map((m) => patch({ group: 'monitoring.coreos.com', kind: 'ServiceMonitor', name: m.name }, [
+        { op: 'test', path: '/spec/namespaceSelector/matchNames', value: m.matchNames },
+        { op: 'replace', path: '/spec/namespaceSelector/matchNames', value: m.matchNames.map((n) => (n === base.namespace ? scope.namespace : n)) },
+      ])),
     ],
   }, { lineWidth: -1 });
 }
