@@ -29,8 +29,10 @@ import { useWorld } from '../support/world.js';
 // These tests do NOT prove paging on the real timeline. Two substitutions,
 // said here:
 // - the rules are rendered for a resync period of RESYNC_SECONDS (10 s)
-//   instead of the shipped PingSource schedule (alerts({ resyncSeconds })):
-//   "no resync for two periods" is 20 s, and the series-missing window 1m;
+//   instead of the shipped PingSource schedule, and a report slack of
+//   REPORT_SLACK_SECONDS (2 s, for the 1 s export interval below) instead of
+//   120 s (alerts({ resyncSeconds, reportSlackSeconds })): "no resync for two
+//   periods and the slack" is 22 s, and the series-missing window 1m;
 // - every non-zero `for:` is 5 s (ruleFile(..., { forOverride: '5s' }))
 //   instead of 10 minutes.
 // The expressions are otherwise the shipped ones. The pings are posted by
@@ -42,8 +44,10 @@ import { useWorld } from '../support/world.js';
 // Prometheus scrapes and evaluates every second.
 
 const RESYNC_SECONDS = 10;
+const REPORT_SLACK_SECONDS = 2;
+const SILENT_AFTER_SECONDS = 2 * RESYNC_SECONDS + REPORT_SLACK_SECONDS;
 const SHORT_FOR = '5s';
-const RULES = dump(ruleFile(alerts({ resyncSeconds: RESYNC_SECONDS }), { forOverride: SHORT_FOR }));
+const RULES = dump(ruleFile(alerts({ resyncSeconds: RESYNC_SECONDS, reportSlackSeconds: REPORT_SLACK_SECONDS }), { forOverride: SHORT_FOR }));
 const KSM_DOWN = 'MeridioKubeStateMetricsDown';
 const PATH_BROKEN = 'MeridioEventPathBroken';
 const SERIES_MISSING = 'MeridioGatewaySeriesMissing';
@@ -197,11 +201,11 @@ describe('meta-alerts: kube-state-metrics down, the event path broken, Gateway s
     // The gauge holds when the last ping was handled (Unix seconds).
     expect(value).toBeGreaterThanOrEqual(lastPing.posted / 1000 - 0.001);
     expect(value).toBeLessThanOrEqual(lastPing.answered / 1000 + 0.001);
-    const firing = await alertIn(p, PATH_BROKEN, 'firing', (2 * RESYNC_SECONDS + 60) * 1000);
+    const firing = await alertIn(p, PATH_BROKEN, 'firing', (SILENT_AFTER_SECONDS + 60) * 1000);
     expect(firing.map((a) => a.labels)).toEqual([{ alertname: PATH_BROKEN, severity: 'critical', job: FUNCTION_JOB }]);
-    // Not before two periods of silence: the time() - last handled branch.
-    expect(Date.now() - lastPing.posted).toBeGreaterThan(2 * RESYNC_SECONDS * 1000);
-    expect(Number(await scalarOf(p, `time() - max by (job) (max_over_time(${handled}[3h]))`))).toBeGreaterThan(2 * RESYNC_SECONDS);
+    // Not before two periods and the slack of silence: the time() - last handled branch.
+    expect(Date.now() - lastPing.posted).toBeGreaterThan(SILENT_AFTER_SECONDS * 1000);
+    expect(Number(await scalarOf(p, `time() - max by (job) (max_over_time(${handled}[3h]))`))).toBeGreaterThan(SILENT_AFTER_SECONDS);
     expect(firing[0]?.annotations.summary).toBe('No resync has reached the function for more than 1 minute');
   });
 
