@@ -31,7 +31,7 @@ async function handle(incoming: Incoming, invocation: Invocation, deps: HandlerD
   // 2. Every API request of this invocation carries its signal.
   const caller = callerOf(invocation, deps.reconcile.api.withSignal(invocation.signal));
   // 3. An event that names its Gateway: reconcile that one.
-  if (incoming.kind === 'reconcile') return reconcileTarget(incoming, caller, deps);
+  if (incoming.kind === 'reconcile') return reconcileTarget(incoming, invocation, caller, deps);
   if (incoming.kind === 'dead-letter') return reconcileDeadLetter(incoming.key, incoming.error, caller, deps);
   // 4. Read the lists the decision needs, decide the affected Gateways and
   //    classes, and keep the Gateways whose reconcile would write.

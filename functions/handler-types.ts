@@ -47,5 +47,7 @@ export interface Handled {
   /** A resync: of the Gateways planned, those of this controller's classes. */
   ours?: number;
   requests?: number;
+  /** The Gateways this reconcile woke, having left the rollout line (reconcile-targets.ts). */
+  woke?: string;
   detail?: string;
 }

@@ -33,9 +33,21 @@ function reconcileCoalesced(key: GatewayKey, hint: ObserveHint | undefined, call
   return deps.coalescer.run(keyText(key), caller, (run) => run.telemetry.reconcile('Gateway', keyText(key), () => reconcile(key, { ...deps.reconcile, api: run.api }, hint ? { hint } : {})));
 }
 
-/** One Gateway, in this invocation. */
-export async function reconcileTarget({ key, hint }: Target, caller: ReconcileCaller, deps: HandlerDeps): Promise<Handled> {
-  return fromReconcile(key, await reconcileCoalesced(key, hint, caller, deps));
+/**
+ * One Gateway, in this invocation. A Gateway that left the rollout line
+ * (another class, invalid, no longer behind) without starting a rollout
+ * names the next in line (docs/design.md §12): they are reconciled now, by
+ * the same event, as any event's targets (fanned out with a sink). Best
+ * effort: its outcome changes no answer (a redelivery would find the
+ * Gateway out of the line already and wake no one), the resync is the
+ * backstop.
+ */
+export async function reconcileTarget({ key, hint }: Target, invocation: Invocation, caller: ReconcileCaller, deps: HandlerDeps): Promise<Handled> {
+  const r = await reconcileCoalesced(key, hint, caller, deps);
+  const handled = fromReconcile(key, r);
+  if (!r.wake || r.wake.length === 0) return handled;
+  const woken = await reconcileTargets(r.wake.map((k) => ({ key: k })), invocation, caller, deps, 'event');
+  return { ...handled, woke: r.wake.map(keyText).join(','), ...(handled.detail === undefined && woken.detail !== undefined && { detail: `waking the next in line: ${woken.detail}` }) };
 }
 
 /** A dead-lettered reconcile request: RetriesExhausted is recorded on its Gateway. */
@@ -56,7 +68,7 @@ export async function reconcileDeadLetter(key: GatewayKey, error: { code: number
 export async function reconcileTargets(targets: Target[], invocation: Invocation, caller: ReconcileCaller, deps: HandlerDeps, origin: FanOutOrigin): Promise<Handled> {
   if (targets.length === 0) return { next: 'settle', outcome: 'no-gateway-affected', gateways: 0 };
   const [only] = targets;
-  if (targets.length === 1 && only) return reconcileTarget(only, caller, deps);
+  if (targets.length === 1 && only) return reconcileTarget(only, invocation, caller, deps);
   if (deps.sink) {
     const token = await deps.sinkToken?.();
     const r = await fanOut(targets, { ...invocation.cause }, { sink: deps.sink, handOverBy: handOverBy(invocation), telemetry: invocation.telemetry, ...(token ? { token } : {}), ...(deps.sinkClient ? { client: deps.sinkClient } : {}) });

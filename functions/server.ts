@@ -258,7 +258,7 @@ export function createFunctionServer(opts: ServerOptions): FunctionServer {
           const { invocation, end } = startInvocation({ type: event.type, id: event.id }, opts.budgetMs, telemetry, arrived);
           const handled = await opts.handle(incoming, invocation).finally(end);
           const answer = answerFor(handled);
-          opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
+          opts.log.info({ eventId: event.id, type: event.type, subject: event.subject, ...(sender ? { sender } : {}), gateway: handled.gateway, gateways: handled.gateways, planned: handled.planned, requests: handled.requests, classes: handled.classes, ...(handled.woke !== undefined && { woke: handled.woke }), outcome: handled.outcome, status: answer, detail: handled.detail, durationMs: Math.round(performance.now() - started) }, 'event handled');
           answered({ status: answer, eventType: event.type, eventId: event.id, ...(event.subject ? { subject: event.subject } : {}), outcome: handled.outcome, ...(handled.ours !== undefined ? { resyncGateways: handled.ours } : {}) });
           send(res, answer);
         } catch (err) {

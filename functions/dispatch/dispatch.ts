@@ -33,7 +33,7 @@ export interface EventLists {
   local?: Gateway[];
   /** The Gateways of every served namespace. */
   served?: Gateway[];
-  /** Every LB Deployment and Gateway served, for the rollout budget's line. */
+  /** Every LB Deployment and Gateway served, and the classes, for the rollout budget's line. */
   census?: RolloutCensus;
 }
 
@@ -49,8 +49,10 @@ export function listsNeeded(incoming: ApiServerIncoming, lists: EventLists, scop
   const missing = (...names: ListName[]): ListName[] => names.filter((n) => lists[n] === undefined);
   switch (incoming.resource.kind) {
     case 'Gateway':
-      return [];
+      return leavingGateway(incoming, scope) ? missing('census') : [];
     case 'Deployment':
+      // A deleted LB Deployment frees its slot, whatever it was doing.
+      if (budgetOn(scope) && incoming.action === 'delete' && (!incoming.object || isLbDeployment(incoming.object))) return incoming.object ? missing('census') : missing('local', 'census');
       // Resource mode names the owner; reference mode only the Deployment's name.
       if (!incoming.object) return missing('local');
       return settledLbRollout(incoming.object, scope) ? missing('census') : [];
@@ -66,16 +68,42 @@ export function listsNeeded(incoming: ApiServerIncoming, lists: EventLists, scop
   }
 }
 
+const budgetOn = (scope: DispatchScope): boolean => scope.rollout !== undefined && scope.rollout.budget > 0;
+
+/**
+ * A Gateway deleted, or being deleted, under a rollout budget: it leaves the
+ * line and its Deployment's slot at once, and its event wakes the next in
+ * line (a Gateway that leaves the class or turns invalid is woken for by its
+ * own reconcile, once its status says so: reconcile.ts).
+ */
+function leavingGateway(incoming: ApiServerIncoming, scope: DispatchScope): boolean {
+  if (!budgetOn(scope)) return false;
+  if (incoming.action === 'delete') return true;
+  const gateway = incoming.object ? GatewaySchema.safeParse(incoming.object) : undefined;
+  return gateway?.success === true && gateway.data.metadata.deletionTimestamp !== undefined;
+}
+
 /** An LB Deployment of ours whose rollout is over, under a rollout budget: its event may free a slot. */
 function settledLbRollout(object: unknown, scope: DispatchScope): boolean {
-  if (!scope.rollout || scope.rollout.budget <= 0) return false;
+  if (!budgetOn(scope)) return false;
   const deployment = DeploymentSchema.safeParse(object);
-  return deployment.success && deployment.data.metadata.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_VALUE && rolloutState(deployment.data) === 'settled';
+  return deployment.success && isLbDeployment(deployment.data) && rolloutState(deployment.data) === 'settled';
+}
+
+function isLbDeployment(object: unknown): boolean {
+  const deployment = DeploymentSchema.safeParse(object);
+  return deployment.success && deployment.data.metadata.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_VALUE;
 }
 
 function keyFromRef(ref: string): GatewayKey {
   const slash = ref.indexOf('/');
   return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
+}
+
+/** With the census read: the first Gateways in line, one per free slot. */
+function nextOf(lists: EventLists, scope: DispatchScope): GatewayKey[] {
+  if (!lists.census || !scope.rollout) return [];
+  return nextInLine(scope.rollout.budget, lists.census, scope.rollout.templateHash, scope.controllerName).map(keyFromRef);
 }
 
 /** What an API event affects. */
@@ -125,18 +153,18 @@ export function dispatch(incoming: ApiServerIncoming, lists: EventLists, scope: 
     case 'Gateway': {
       // Resource mode carries the Gateway itself.
       const gateway = object ? GatewaySchema.safeParse(object) : undefined;
-      return { targets: targets(scope, [{ namespace: ns, name: resource.name }], gateway?.success ? [gateway.data] : []), classes: [] };
+      return { targets: targets(scope, [{ namespace: ns, name: resource.name }, ...nextOf(lists, scope)], gateway?.success ? [gateway.data] : []), classes: [] };
     }
     case 'Deployment': {
+      // A rollout that settled, or a Deployment deleted, frees a slot: the
+      // next in line goes now, not at the next resync.
+      const next = nextOf(lists, scope);
       if (object) {
         const owner = deploymentOwner(object);
-        // A rollout that settled frees a slot: the next in line goes now,
-        // not at the next resync.
-        const next = lists.census && scope.rollout ? nextInLine(scope.rollout.budget, lists.census, scope.rollout.templateHash).map(keyFromRef) : [];
         return { targets: targets(scope, [...(owner ? [owner] : []), ...next]), classes: [] };
       }
       const local = lists.local ?? [];
-      return { targets: targets(scope, gatewaysByDeploymentName(local, ns, resource.name), local), classes: [] };
+      return { targets: targets(scope, [...gatewaysByDeploymentName(local, ns, resource.name), ...next], local), classes: [] };
     }
     case 'GatewayConfiguration': {
       const classes = lists.classes ?? [];

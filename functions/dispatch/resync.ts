@@ -23,7 +23,7 @@ import { keyOf } from './gateway-keys.js';
 import { deploymentPages, indexed, listAll, managedPdbs, pagesIn, planInputs, type ListScope, type PlanInputs, type RequestCount } from './resync-inputs.js';
 import { deploymentKey, joinPages, noPages, pagesOfArray, type Joined } from './resync-merge.js';
 import { classDrifts, gatewayDrifts, gatewayPlan, objectKey, pdbDrifts, planWrites, type ListedInputs, type PlanningContext } from './resync-plan.js';
-import { isQueued, rolloutState } from '../reconcile/plan/rollout-budget.js';
+import { isQueued, slotHeld } from '../reconcile/plan/rollout-budget.js';
 
 export interface PlanningDeps {
   template: Template;
@@ -88,9 +88,10 @@ interface Planning {
 /**
  * A Gateway already queued by the rollout budget whose plan still asks for
  * the census would only be queued again: a pass hands it over only while
- * the Deployments it walked leave a slot free, the first ones in line (key
- * order), so that a long line costs a pass nothing more than its lists. The
- * wake in dispatch is what moves the line; this is its backstop.
+ * the slots held by the Deployments it walked (rollout-budget.ts slotHeld)
+ * leave one free, the first ones in line (key order), so that a long line
+ * costs a pass nothing more than its lists. The wakes in dispatch and in a
+ * reconcile that leaves the line are what move it; this is their backstop.
  */
 interface RolloutTally {
   budget: number;
@@ -127,8 +128,12 @@ async function driftedOfPage(p: Planning, joined: readonly Joined[], inputs: Lis
       else unlistedPdb.push({ gw, deployment });
     }
   };
+  const controllerName = p.context.input.settings.controllerName;
+  const isOurClass = (name: string): boolean => inputs.classes.get(name)?.spec.controllerName === controllerName;
   for (const { gateway, deployment } of joined) {
-    if (deployment !== undefined && p.rollout && rolloutState(deployment) !== 'settled') p.rollout.rolling++;
+    // The slots held, counted as the census counts them: a Deployment its
+    // Gateway of ours controls, rolling or stuck (not degraded).
+    if (deployment !== undefined && p.rollout && slotHeld(gateway, deployment, isOurClass) !== null) p.rollout.rolling++;
     if (deployment !== undefined) judge(gateway, deployment);
     else if (gatewayDrifts(gateway, null, inputs, p.context)) unlisted.push(gateway);
   }

@@ -13,6 +13,8 @@ import { recordEvent, recordEventOnce } from './record-event.js';
 import { planRouteFeedback } from './plan/route-feedback.js';
 import { readRolloutCensus } from './rollout-census.js';
 import type { Template } from './template.js';
+import { nextInLine } from './plan/rollout-budget.js';
+import type { GatewayKey } from '../../api/gateway-key.js';
 
 // The imperative shell around the pure planner: observe → plan → write the
 // Deployment → plan status from the write's outcome → write status → Events,
@@ -34,6 +36,11 @@ export interface ReconcileDeps {
 
 export interface ReconcileResult extends InvocationResult<Outcome> {
   deploymentWritten: boolean;
+  /**
+   * The Gateway left the rollout line (or freed its slot) without starting a
+   * rollout: the next in line, to be reconciled now (reconcile-targets.ts).
+   */
+  wake?: GatewayKey[];
   /** The LB Deployment's PodDisruptionBudget was created or updated (LB_PDB_MAX_UNAVAILABLE). */
   pdbWritten: boolean;
   eventsWritten: number;
@@ -172,6 +179,28 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
     if (r.event) await record(r.event);
   }
   await recordRouteFeedback(observed, deps, now, result);
+  if (settled.wakeNext && result.statusWritten) result.wake = await whoIsNext(deps, key);
+}
+
+/**
+ * The Gateway left the rollout line without starting a rollout, and its
+ * status now says so: the first of the line, one per free slot, from a
+ * census read after that status write. Best effort: a census that cannot be
+ * read wakes no one, and the resync moves the line (docs/design.md §12).
+ */
+async function whoIsNext(deps: ReconcileDeps, key: GatewayKey): Promise<GatewayKey[]> {
+  const budget = deps.settings.rolloutBudget ?? 0;
+  if (budget <= 0) return [];
+  try {
+    const census = await readRolloutCensus(deps.api, deps.namespaces ?? []);
+    return nextInLine(budget, census, deps.template.hash, deps.settings.controllerName, `${key.namespace}/${key.name}`).map((ref) => {
+      const slash = ref.indexOf('/');
+      return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
+    });
+  } catch (err) {
+    if (!classifyError(err)) throw err;
+    return [];
+  }
 }
 
 /** Warnings on the routes that name this key and do not attach (route-feedback.ts); each said once. */

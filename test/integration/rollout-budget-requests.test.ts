@@ -1,7 +1,6 @@
 import { CONDITION_APPLIED, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { countBy, WRITE_VERBS } from '../../tools/controlplane/audit-log.js';
 import { reconcile, type ReconcileDeps } from '../../functions/reconcile/reconcile.js';
-import { ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js';
 import type { Template } from '../../functions/reconcile/template.js';
 import { auditLog } from '../support/cluster.js';
 import { condition, createGateway, readDeployment, readGateway } from '../support/fixtures.js';
@@ -13,6 +12,8 @@ import { useWorld } from '../support/world.js';
 // control plane has no Node, so no LB Pod ever runs and every LB Deployment
 // stays "rolling" (0 of its replicas available) and holds a slot for good,
 // which is what a stuck rollout is.
+
+const ROLLOUT_QUEUED = 'RolloutQueued';
 
 describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
   const w = useWorld('budget');
@@ -32,7 +33,7 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     return { deployment: changed, hash: `${hash}-next` };
   };
 
-  it('a no-op reads nothing more; a pod-template change lists the LB Deployments and the Gateways once, and a queued Gateway writes its status once, then nothing', async () => {
+  it('a no-op reads nothing more; a pod-template change lists the LB Deployments, the Gateways and the GatewayClasses once, and a queued Gateway writes its status once, then nothing', async () => {
     const ns = w.ns();
     const user = w.r().username;
     await w.setup({ gw: 'gw-a' });
@@ -55,7 +56,7 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     });
 
     // The template changes; gw-a's Deployment is rolling (never available),
-    // so gw-b waits: two lists more, and its status, nothing else written.
+    // so gw-b waits: three lists more, and its status, nothing else written.
     const next = newTemplate();
     const before = await readDeployment(ns, 'sllbr-gw-b');
     const queued = await auditLog().begin();
@@ -68,13 +69,14 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
       [`${user} get gateways`]: 1,
       [`${user} list l34routes`]: 1,
       [`${user} list deployments`]: 1,
+      [`${user} list gatewayclasses`]: 1,
       [`${user} list gateways`]: 1,
       [`${user} update gateways/status`]: 1,
     });
     expect((await readDeployment(ns, 'sllbr-gw-b')).metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
     const gw = await readGateway(ns, 'gw-b');
     expect(condition(gw, CONDITION_APPLIED)).toMatchObject({ status: 'False', reason: ROLLOUT_QUEUED });
-    expect(condition(gw, CONDITION_APPLIED)?.message).toContain(`1 in progress (${ns}/sllbr-gw-a)`);
+    expect(condition(gw, CONDITION_APPLIED)?.message).toContain(`1 slot held (${ns}/sllbr-gw-a: rolling)`);
     expect(condition(gw, CONDITION_PROGRAMMED)?.status).toBe('True');
 
     // Queued again, the line unchanged: the same reads, no write at all.
@@ -82,7 +84,7 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     expect(await reconcile({ namespace: ns, name: 'gw-b' }, budgeted(next))).toMatchObject({ outcome: 'rollout-queued', statusWritten: false, eventsWritten: 0 });
     const againEvents = await again.end();
     expect(countBy(againEvents, { user, verb: WRITE_VERBS })).toEqual({});
-    expect(countBy(againEvents, { user, verb: 'list' })).toEqual({ [`${user} list deployments`]: 1, [`${user} list gateways`]: 1, [`${user} list l34routes`]: 1 });
+    expect(countBy(againEvents, { user, verb: 'list' })).toEqual({ [`${user} list deployments`]: 1, [`${user} list gatewayclasses`]: 1, [`${user} list gateways`]: 1, [`${user} list l34routes`]: 1 });
 
     // A resync pass hands over gw-a (behind, not yet queued), not gw-b
     // (queued, and no slot free): its reconcile finds gw-b's Deployment,
@@ -90,7 +92,7 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     const pass = () => invoke({ kind: 'ping' }, handlerDeps(budgeted(next), { namespaces: [ns] }), { type: 'dev.knative.sources.ping', id: `budget-${Date.now()}` });
     expect(await pass()).toMatchObject({ gateway: `${ns}/gw-a`, planned: 2 });
     expect(condition(await readGateway(ns, 'gw-a'), CONDITION_APPLIED)).toMatchObject({ reason: ROLLOUT_QUEUED });
-    expect(condition(await readGateway(ns, 'gw-a'), CONDITION_APPLIED)?.message).toContain(`1 in progress (${ns}/sllbr-gw-b)`);
+    expect(condition(await readGateway(ns, 'gw-a'), CONDITION_APPLIED)?.message).toContain(`1 slot held (${ns}/sllbr-gw-b: rolling)`);
     // Both queued, no slot: a pass is its lists, and hands over nothing.
     expect(await pass()).toMatchObject({ outcome: 'no-gateway-affected', gateways: 0, planned: 2 });
   });

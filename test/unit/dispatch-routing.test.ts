@@ -62,7 +62,7 @@ function route(incoming: ApiServerIncoming, world: { classes: GatewayClass[]; ga
       if (name === 'classes') lists = { ...lists, classes: world.classes };
       if (name === 'local') lists = { ...lists, local: world.gateways.filter((g) => g.metadata.namespace === incoming.resource.namespace) };
       if (name === 'served') lists = { ...lists, served: world.gateways.filter((g) => scope.namespaces.length === 0 || scope.namespaces.includes(g.metadata.namespace ?? '')) };
-      if (name === 'census') lists = { ...lists, census: { gateways: world.gateways, deployments: world.deployments ?? [] } };
+      if (name === 'census') lists = { ...lists, census: { gateways: world.gateways, deployments: world.deployments ?? [], classes: world.classes } };
     }
   }
   const affected = dispatch(incoming, lists, scope);
@@ -153,7 +153,7 @@ describe('a settled LB rollout under the rollout budget', () => {
     spec: { replicas: 1, template: { spec: { containers: [{ name: 'lb', image: 'lb' }] } } },
     status: { observedGeneration: o.generation ?? 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 },
   });
-  const accepted = (gw: Gateway): Gateway => ({ ...gw, status: { conditions: [{ type: CONDITION_ACCEPTED, status: 'True', reason: 'Accepted', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }, { type: CONDITION_APPLIED, status: 'True', reason: 'Applied', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] } }) as Gateway;
+  const accepted = (gw: Gateway): Gateway => ({ ...gw, status: { conditions: [{ type: CONDITION_ACCEPTED, status: 'True', reason: 'Accepted', message: `Gateway accepted by ${CONTROLLER}`, lastTransitionTime: '2026-01-01T00:00:00Z' }, { type: CONDITION_APPLIED, status: 'True', reason: 'Applied', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] } }) as Gateway;
   const world = {
     classes: WORLD.classes,
     gateways: ['g1', 'g2', 'g3'].map((n) => accepted(gateway('a', n))),
@@ -163,6 +163,37 @@ describe('a settled LB rollout under the rollout budget', () => {
 
   it('wakes the owner and the first Gateway in line, from one census', () => {
     expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), world, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+  });
+
+  it('a Gateway deleted (or being deleted) leaves the line: its event wakes the next, from one census', () => {
+    const rolling = { ...world, deployments: [lbObject('g1', { hash: 'new', generation: 2 }), ...world.deployments.slice(1)].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })) };
+    // g1 rolls and holds the slot; g1 is deleted: its Deployment, left for the garbage collector, holds it no more.
+    const gone = { ...rolling, gateways: rolling.gateways.slice(1) };
+    expect(route(resourceEvent('Gateway', gateway('a', 'g1'), 'delete'), gone, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+    const deleting = { ...rolling, gateways: [{ ...rolling.gateways[0], metadata: { ...rolling.gateways[0]?.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } } as Gateway, ...rolling.gateways.slice(1)] };
+    expect(route(resourceEvent('Gateway', deleting.gateways[0] as Gateway & { metadata: { name: string } }), deleting, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+    // Reference mode says it was deleted too.
+    expect(route({ ...refEvent('Gateway', 'g1', 'a'), action: 'delete' }, gone, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+    // Any other Gateway event reads nothing more.
+    expect(route(resourceEvent('Gateway', gateway('a', 'g1')), rolling, budgeted)).toMatchObject({ asked: [], keys: ['a/g1'] });
+    expect(route(resourceEvent('Gateway', gateway('a', 'g1'), 'delete'), gone)).toMatchObject({ asked: [], keys: ['a/g1'] });
+  });
+
+  it('a deleted LB Deployment frees its slot, rolling or not: its event wakes the next', () => {
+    const gone = { ...world, deployments: world.deployments.slice(1) };
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new', generation: 2 }), 'delete'), gone, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+    expect(route({ ...refEvent('Deployment', 'sllbr-g1', 'a'), action: 'delete' }, gone, budgeted)).toMatchObject({ asked: [['local', 'census']], keys: ['a/g1', 'a/g2'] });
+  });
+
+  it('counts only the Gateways and Deployments of this controller', () => {
+    const theirs: GatewayClass = { ...gatewayClass('theirs'), spec: { controllerName: 'example.com/other' } } as GatewayClass;
+    // g0, of another controller's class, rolls and is first by name; g2 is next of ours.
+    const mixed = {
+      classes: [...world.classes, theirs],
+      gateways: [accepted(gateway('a', 'g0', { className: 'theirs' })), ...world.gateways],
+      deployments: [DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...lbObject('g0', { hash: 'old', generation: 2 }) }), ...world.deployments],
+    };
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), mixed, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
   });
 
   it('reads nothing more while the rollout is in progress, or without a budget', () => {

@@ -8,7 +8,9 @@ import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js
 import { nextInLine, rolloutBudget, rolloutState, ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js';
 import { CONDITION_PROGRAMMED } from '../../api/names.js';
 import type { Scenario } from './reconcile-fixtures.js';
-import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
+import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayClass, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
+
+const CLASSES = [gatewayClass()];
 
 const OLD_HASH = 'template-hash-0';
 const CONFIGURATION = gatewayConfiguration({}, { generation: 3 });
@@ -46,7 +48,7 @@ function lb(gw: string, o: LbOptions = {}): Deployment {
   });
 }
 
-const cond = (type: string, status: string, reason: string) => ({ type, status, reason, message: '', lastTransitionTime: NOW });
+const cond = (type: string, status: string, reason: string) => ({ type, status, reason, message: type === CONDITION_ACCEPTED && status === 'True' ? `Gateway accepted by ${CONTROLLER}` : '', lastTransitionTime: NOW });
 
 function gw(name: string, conditions: { accepted?: boolean; queued?: boolean } = {}): Gateway {
   return gateway({
@@ -84,58 +86,58 @@ describe('rolloutBudget', () => {
   const five = ['a', 'b', 'c', 'd', 'e'];
 
   it('after a template change, of five Gateways in sync before it, only the first in line goes with a budget of 1', () => {
-    const census: RolloutCensus = { gateways: five.map((n) => gw(n)), deployments: five.map((n) => lb(n, { hash: OLD_HASH })) };
-    const verdicts = five.map((n) => rolloutBudget(gw(n), 1, census, CURRENT));
+    const census: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n)), deployments: five.map((n) => lb(n, { hash: OLD_HASH })) };
+    const verdicts = five.map((n) => rolloutBudget(gw(n), 1, census, CURRENT, CONTROLLER));
     expect(verdicts.map((v) => v.go)).toEqual([true, false, false, false, false]);
-    expect(verdicts[3]).toEqual({ go: false, rolling: [], ahead: [`${NS}/a`, `${NS}/b`, `${NS}/c`] });
+    expect(verdicts[3]).toEqual({ go: false, held: [], ahead: [`${NS}/a`, `${NS}/b`, `${NS}/c`] });
   });
 
   it('a rolling Deployment holds its slot; once it settles on the new template, the next goes', () => {
-    const rolling: RolloutCensus = { gateways: five.map((n) => gw(n)), deployments: [lb('a', { generation: 2 }), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
-    expect(rolloutBudget(gw('b'), 1, rolling, CURRENT)).toEqual({ go: false, rolling: [`${NS}/sllbr-a`], ahead: [] });
+    const rolling: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n)), deployments: [lb('a', { generation: 2 }), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    expect(rolloutBudget(gw('b'), 1, rolling, CURRENT, CONTROLLER)).toEqual({ go: false, held: [{ ref: `${NS}/sllbr-a`, state: 'rolling' }], ahead: [] });
     const settled: RolloutCensus = { ...rolling, deployments: [lb('a'), ...rolling.deployments.slice(1)] };
-    expect(five.map((n) => rolloutBudget(gw(n), 1, settled, CURRENT).go)).toEqual([true, true, false, false, false]);
+    expect(five.map((n) => rolloutBudget(gw(n), 1, settled, CURRENT, CONTROLLER).go)).toEqual([true, true, false, false, false]);
     // 'a' is in sync: it would plan no write at all; 'b' is first in line.
-    expect(rolloutBudget(gw('b'), 1, settled, CURRENT).ahead).toEqual([]);
+    expect(rolloutBudget(gw('b'), 1, settled, CURRENT, CONTROLLER).ahead).toEqual([]);
   });
 
   it('a stuck rollout keeps its slot: the others stay queued', () => {
     const stuck = lb('a', { status: { ...SETTLED, updatedReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] } });
-    const census: RolloutCensus = { gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [stuck, ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
-    expect(five.slice(1).map((n) => rolloutBudget(gw(n, { queued: true }), 1, census, CURRENT).go)).toEqual([false, false, false, false]);
-    expect(nextInLine(1, census, TEMPLATE_HASH)).toEqual([]);
+    const census: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [stuck, ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    expect(five.slice(1).map((n) => rolloutBudget(gw(n, { queued: true }), 1, census, CURRENT, CONTROLLER).go)).toEqual([false, false, false, false]);
+    expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER)).toEqual([]);
   });
 
   it("a Gateway's own rolling Deployment takes no second slot", () => {
-    const census: RolloutCensus = { gateways: [gw('a'), gw('b')], deployments: [lb('a', { generation: 2 }), lb('b')] };
-    expect(rolloutBudget(gw('a'), 1, census, CURRENT)).toEqual({ go: true, rolling: [], ahead: [] });
+    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a'), gw('b')], deployments: [lb('a', { generation: 2 }), lb('b')] };
+    expect(rolloutBudget(gw('a'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: true, held: [], ahead: [] });
   });
 
   it('queued Gateways are in line even when their Deployment records the current template (their configuration moved)', () => {
-    const census: RolloutCensus = { gateways: [gw('a', { queued: true }), gw('b')], deployments: [lb('a'), lb('b')] };
-    expect(rolloutBudget(gw('b'), 1, census, CURRENT)).toEqual({ go: false, rolling: [], ahead: [`${NS}/a`] });
-    expect(rolloutBudget(gw('b'), 2, census, CURRENT).go).toBe(true);
+    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a', { queued: true }), gw('b')], deployments: [lb('a'), lb('b')] };
+    expect(rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: false, held: [], ahead: [`${NS}/a`] });
+    expect(rolloutBudget(gw('b'), 2, census, CURRENT, CONTROLLER).go).toBe(true);
   });
 
   it('a Gateway whose parameters are invalid is not in line: it would hold it forever', () => {
-    const census: RolloutCensus = { gateways: [gw('a', { accepted: false }), gw('b')], deployments: [lb('a', { hash: OLD_HASH }), lb('b', { hash: OLD_HASH })] };
-    expect(rolloutBudget(gw('b'), 1, census, CURRENT).go).toBe(true);
+    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a', { accepted: false }), gw('b')], deployments: [lb('a', { hash: OLD_HASH }), lb('b', { hash: OLD_HASH })] };
+    expect(rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER).go).toBe(true);
   });
 
   it('a Deployment behind on the shared GatewayConfiguration is in line (the fan-out of its edit is a burst too)', () => {
-    const census: RolloutCensus = { gateways: [gw('a'), gw('b')], deployments: [lb('a', { configurationGeneration: 2 }), lb('b', { configurationGeneration: 2 })] };
-    expect([rolloutBudget(gw('a'), 1, census, CURRENT).go, rolloutBudget(gw('b'), 1, census, CURRENT).go]).toEqual([true, false]);
+    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a'), gw('b')], deployments: [lb('a', { configurationGeneration: 2 }), lb('b', { configurationGeneration: 2 })] };
+    expect([rolloutBudget(gw('a'), 1, census, CURRENT, CONTROLLER).go, rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER).go]).toEqual([true, false]);
     // Another configuration's generations say nothing about this one.
     const other = { ...CURRENT, configuration: gatewayConfiguration({}, { uid: 'uid-other', generation: 9 }) };
-    expect(rolloutBudget(gw('b'), 1, census, other).go).toBe(true);
+    expect(rolloutBudget(gw('b'), 1, census, other, CONTROLLER).go).toBe(true);
   });
 
   it('nextInLine wakes the first of the line, one per free slot', () => {
-    const census: RolloutCensus = { gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [lb('a'), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
-    expect(nextInLine(1, census, TEMPLATE_HASH)).toEqual([`${NS}/b`]);
-    expect(nextInLine(3, census, TEMPLATE_HASH)).toEqual([`${NS}/b`, `${NS}/c`, `${NS}/d`]);
+    const census: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [lb('a'), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/b`]);
+    expect(nextInLine(3, census, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/b`, `${NS}/c`, `${NS}/d`]);
     const oneRolling = { ...census, deployments: [lb('a'), lb('b', { generation: 2 }), ...census.deployments.slice(2)] };
-    expect(nextInLine(2, oneRolling, TEMPLATE_HASH)).toEqual([`${NS}/c`]);
+    expect(nextInLine(2, oneRolling, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/c`]);
   });
 
   it('reconciles that read the same lists never start more rollouts than the budget leaves (no overshoot among them)', () => {
@@ -156,13 +158,14 @@ describe('rolloutBudget', () => {
           }),
         );
         const gateways = specs.map((s, i) => gw(names[i] as string, { queued: s.queued, accepted: s.accepted }));
-        const census = { gateways, deployments };
+        const census = { classes: CLASSES, gateways, deployments };
         const inProgress = specs.filter((s) => s.rolling !== 'no').length;
-        // Every Gateway the lists show wanting a rollout (queued, or accepted
-        // and behind) that would start it now. A want the lists cannot show
-        // (a Gateway's own spec edit) is the bounded overshoot of design.md.
-        const wants = (i: number): boolean => specs[i]?.rolling === 'no' && (specs[i]?.queued === true || (specs[i]?.accepted === true && specs[i]?.behind === true));
-        const starters = gateways.filter((g, i) => wants(i) && rolloutBudget(g, budget, census, CURRENT).go);
+        // Every Gateway the lists show wanting a rollout (accepted, and
+        // queued or behind) that would start it now; one not accepted plans
+        // no write at all. A want the lists cannot show (a Gateway's own
+        // spec edit) is the bounded overshoot of design.md.
+        const wants = (i: number): boolean => specs[i]?.rolling === 'no' && specs[i]?.accepted === true && (specs[i]?.queued === true || specs[i]?.behind === true);
+        const starters = gateways.filter((g, i) => wants(i) && rolloutBudget(g, budget, census, CURRENT, CONTROLLER).go);
         return starters.length <= Math.max(0, budget - inProgress);
       }),
     );
@@ -196,14 +199,14 @@ describe('the planner under the rollout budget', () => {
 
   it('with the slot taken, no write: Applied False RolloutQueued saying what is ahead, Programmed untouched', () => {
     const o = newTemplate(inSync());
-    const census: RolloutCensus = { gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(2)] };
+    const census: RolloutCensus = { classes: CLASSES, gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(2)] };
     const p = planned({ ...o, rollouts: census });
     if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
     expect(p.outcome).toBe('rollout-queued');
     expect(p.deployment).toEqual({ action: 'none' });
     const applied = byType(p.status?.conditions, CONDITION_APPLIED);
     expect(applied).toMatchObject({ status: 'False', reason: ROLLOUT_QUEUED });
-    expect(applied?.message).toMatch(/waits for the rollout budget \(1 at once\): 1 in progress \(team-a\/sllbr-other\), no Gateway queued before it/);
+    expect(applied?.message).toMatch(/waits for the rollout budget \(1 at once\): 1 slot held \(team-a\/sllbr-other: rolling\), no Gateway queued before it/);
     expect(byType(p.status?.conditions, CONDITION_PROGRAMMED)).toEqual(byType(o.gateway?.status?.conditions, CONDITION_PROGRAMMED));
     // Queued again with the same census: nothing to write.
     const again = planned({ ...o, gateway: { ...(o.gateway as Gateway), status: { ...o.gateway?.status, conditions: p.status?.conditions ?? [] } } as Gateway, rollouts: census });
@@ -212,7 +215,7 @@ describe('the planner under the rollout budget', () => {
 
   it('with a free slot, the write goes', () => {
     const o = newTemplate(inSync());
-    const census: RolloutCensus = { gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(1)] };
+    const census: RolloutCensus = { classes: CLASSES, gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(1)] };
     expect(planned({ ...o, rollouts: census })).toMatchObject({ outcome: 'needs-write', deployment: { action: 'update' } });
   });
 

@@ -24,8 +24,9 @@ export interface Observed {
   // The live PodDisruptionBudget sllbr-<gateway>, whoever owns it (null:
   // absent); read only with the PDB setting on, undefined otherwise.
   pdb?: PodDisruptionBudget | null;
-  // Every LB Deployment and Gateway in scope, read only when the planner asks
-  // (a pod-template change under the rollout budget: ReadsPlan).
+  // Every LB Deployment, Gateway and GatewayClass in scope, read only when
+  // the planner asks (a pod-template change under the rollout budget:
+  // ReadsPlan).
   rollouts?: RolloutCensus;
 }
 
@@ -114,6 +115,10 @@ export interface PendingStatus {
   enforceReplicas: boolean;
   // The live Deployment before the write (null: a create), for the Event.
   before: Deployment | null;
+  // With the rollout budget on: the Gateway was in the rollout line before
+  // this reconcile (rollout-budget.ts wasInLine), so a write that starts no
+  // rollout takes it out of the line and the next must be woken.
+  wasInLine: boolean;
 }
 
 export interface GatewayStatusPlan {
@@ -170,6 +175,13 @@ export interface SettledPlan {
   // Versus gateway.status: conditions ignoring lastTransitionTime, addresses and listeners.
   statusChanged: boolean;
   events: PlannedEvent[];
+  /**
+   * With the rollout budget on: this Gateway was in the rollout line, or
+   * its Deployment held a slot, and after this reconcile it is neither (it
+   * left the class, turned invalid, no longer needs a rollout) without
+   * starting one. The shell wakes the next in line (docs/design.md §12).
+   */
+  wakeNext?: true;
 }
 
 /** One Deployment write is due; status waits for its outcome (planStatus). */
@@ -190,16 +202,33 @@ export type Plan = SettledPlan | WritePlan;
 /** What plan() answers: a plan, or the reads it needs first. */
 export type Planned = Plan | ReadsPlan;
 
-/** What the budget is decided from: every LB Deployment and Gateway of this controller in scope. */
+/**
+ * What the budget is decided from: every LB Deployment and Gateway in scope,
+ * and the GatewayClasses, which say which Gateways (and so which
+ * Deployments) are this controller's.
+ */
 export interface RolloutCensus {
   deployments: Deployment[];
   gateways: Gateway[];
+  classes: GatewayClass[];
+}
+
+/**
+ * Why an LB Deployment holds a slot: its pod-template rollout is in
+ * progress, or past its progress deadline (rollout-budget.ts rolloutState).
+ */
+export type SlotState = 'rolling' | 'stuck';
+
+export interface SlotHolder {
+  /** namespace/name of the LB Deployment. */
+  ref: string;
+  state: SlotState;
 }
 
 export interface BudgetVerdict {
   go: boolean;
-  /** namespace/name of the LB Deployments holding the slots. */
-  rolling: string[];
+  /** The LB Deployments holding the slots, in namespace/name order. */
+  held: SlotHolder[];
   /** namespace/name of the Gateways that go before this one. */
   ahead: string[];
 }

@@ -13,8 +13,8 @@ import { gatewayFacts, untouched } from './gateway-facts.js';
 import { planNotOurs } from './not-ours.js';
 import type { GatewayFacts, Observed, PendingStatus, Planned, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
 import { collisionEvent, invalidEvents, newVerdict, writeEvents } from './planned-events.js';
-import { renderDeployment } from './render-deployment.js';
-import { changesPodTemplate, rolloutBudget } from './rollout-budget.js';
+import { isControlledBy, renderDeployment } from './render-deployment.js';
+import { changesPodTemplate, holdsSlot, rolloutBudget, wasInLine } from './rollout-budget.js';
 import { renderedProblem } from './rendered-checks.js';
 import { settledPlan } from './settled-plan.js';
 import { acceptedConditions, collisionConditions, invalidConditions } from './status-decisions.js';
@@ -24,14 +24,30 @@ import type { Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 export function plan(observed: Observed, input: PlanInput, now: string): Planned {
   const { gateway } = observed;
   // Deleted, or being deleted: the garbage collector removes the Deployment.
+  // (Dispatch wakes the next in line on its event: dispatch.ts.)
   if (gateway === null || gateway.metadata.deletionTimestamp !== undefined) return untouched('not-found');
-  if (!classIsOurs(observed, input, gateway)) return planNotOurs(gateway, input.settings.controllerName, now);
+  const inLine = budgetOn(input) && wasInLine(gateway, ours(observed, gateway), { templateHash: input.template.hash, configuration: observed.gatewayConfiguration }, input.settings.controllerName);
+  if (!classIsOurs(observed, input, gateway)) {
+    // Out of our line, and its Deployment no longer holds a slot of ours.
+    const notOurs = planNotOurs(gateway, input.settings.controllerName, now);
+    return notOurs.statusChanged && budgetOn(input) && (inLine || holdsSlot(ours(observed, gateway))) ? { ...notOurs, wakeNext: true } : notOurs;
+  }
 
   const facts = gatewayFacts(observed, input, now, gateway);
   const validation = validateParameters(gateway, observed.gatewayConfiguration, input.template.deployment, observed.gatewayClass);
-  if (!validation.ok) return planInvalid(facts, validation.message);
-  if (facts.live !== null && facts.ours === null) return planCollision(facts, validation.configuration);
-  return planAccepted(facts, validation.configuration);
+  // Not accepted, or its Deployment someone else's: out of the line.
+  if (!validation.ok) return leavesLine(planInvalid(facts, validation.message), inLine);
+  if (facts.live !== null && facts.ours === null) return leavesLine(planCollision(facts, validation.configuration), inLine);
+  return planAccepted(facts, validation.configuration, inLine);
+}
+
+const budgetOn = (input: PlanInput): boolean => (input.settings.rolloutBudget ?? 0) > 0;
+
+const ours = (observed: Observed, gateway: Gateway) => (observed.deployment !== null && isControlledBy(observed.deployment, gateway) ? observed.deployment : null);
+
+/** A Gateway that was in the rollout line and is not after this plan: the shell wakes the next (rollout-budget.ts). */
+function leavesLine(settled: SettledPlan, inLine: boolean): SettledPlan {
+  return inLine && settled.outcome !== 'rollout-queued' && settled.outcome !== 'write-failed' ? { ...settled, wakeNext: true } : settled;
 }
 
 /** Status and Events once the Deployment write that plan() asked for has been made. */
@@ -42,7 +58,11 @@ export function planStatus(pending: PendingStatus, outcome: WriteOutcome): Settl
   const facts = gatewayFacts({ ...observed, deployment: outcome.written }, input, now, gateway);
   const admitted = facts.ours ? admissionChange(pending.rendered, facts.ours, pending.enforceReplicas) : null;
   const action = admitted ? { action: 'record-admission' as const, name: pending.rendered.metadata.name, annotations: admitted.annotations } : { action: 'none' as const };
-  return acceptedPlan({ ...pending, facts }, action, { failure: undefined, written: true, admittedPaths: admitted?.paths ?? null });
+  const settled = acceptedPlan({ ...pending, facts }, action, { failure: undefined, written: true, admittedPaths: admitted?.paths ?? null });
+  // A write that starts no rollout (the Gateway no longer needs one, or only
+  // the Deployment's metadata or replicas moved) takes it out of the line.
+  const startedRollout = pending.before === null || changesPodTemplate(pending.before, outcome.written);
+  return leavesLine(settled, pending.wasInLine && !startedRollout);
 }
 
 function classIsOurs(observed: Observed, input: PlanInput, gateway: Gateway): boolean {
@@ -70,7 +90,7 @@ function planCollision(facts: GatewayFacts, configuration: GatewayConfiguration)
   return settledPlan(facts, conditions.all, { action: 'none' }, events, 'collision');
 }
 
-function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration): Planned {
+function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration, inLine: boolean): Planned {
   const { gateway, input } = facts;
   const rendered = renderDeployment({
     template: input.template.deployment,
@@ -92,15 +112,17 @@ function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration):
     current: currentState(gateway, configuration, input.template.hash),
     enforceReplicas: configuration.spec.horizontalScaling.enforceReplicas,
     before: facts.ours,
+    wasInLine: inLine,
   };
   const write = deploymentAction(facts, pending.rendered, pending.current, pending.enforceReplicas);
-  if (write === null) return acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null });
+  // In sync: a Gateway queued for a change that is no longer due leaves the line.
+  if (write === null) return leavesLine(acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null }), inLine);
   const budget = input.settings.rolloutBudget ?? 0;
   // Creates and changes that leave the pod template alone never wait.
   if (budget > 0 && write.action === 'update' && facts.ours !== null && changesPodTemplate(facts.ours, write.object)) {
     const census = facts.observed.rollouts;
     if (census === undefined) return { outcome: 'needs-reads', reads: 'rollout-census' };
-    const verdict = rolloutBudget(gateway, budget, census, { templateHash: input.template.hash, configuration });
+    const verdict = rolloutBudget(gateway, budget, census, { templateHash: input.template.hash, configuration }, input.settings.controllerName);
     if (!verdict.go) return acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null, queued: { ...verdict, budget } });
   }
   return { outcome: 'needs-write', deployment: write, pending };

@@ -1,26 +1,39 @@
 // The rollout budget (LB_ROLLOUT_BUDGET, docs/operations.md "Rollout budget"):
 // at most k LB Deployments of this controller with a pod-template change in
 // progress at once. Decided from observed objects only: the LB Deployments
-// (their status says who is rolling, their applied-state annotations who is
-// behind) and the Gateways (their conditions say who is queued). Nothing is
-// remembered and nothing new is written: a queued Gateway gets no write at
-// all, only its GatewayConfigurationApplied condition says why.
+// (their status says who holds a slot, their applied-state annotations who
+// is behind), the Gateways (their conditions say who is queued and who we
+// accepted) and the GatewayClasses (which Gateways are this controller's).
+// Nothing is remembered and nothing new is written: a queued Gateway gets no
+// write at all, only its GatewayConfigurationApplied condition says why.
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, GATEWAY_KIND } from '../../../api/names.js';
-import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
+import type { Deployment, Gateway, GatewayClass, GatewayConfiguration } from '../../../api/schemas.js';
 import { readAppliedState } from './applied-annotations.js';
-import type { BudgetVerdict, RolloutCensus } from './plan-types.js';
+import type { BudgetVerdict, RolloutCensus, SlotHolder, SlotState } from './plan-types.js';
 import { semanticSubset } from './deployment-diff.js';
+import { acceptedMessage, ROLLOUT_QUEUED } from './status-decisions.js';
 
-export const ROLLOUT_QUEUED = 'RolloutQueued';
+export { ROLLOUT_QUEUED };
 
 /**
- * Where a Deployment's rollout stands, by the rules of `kubectl rollout
- * status`: `settled` once the controller has seen the latest spec and every
- * replica is updated and available; `stuck` when the Progressing condition
- * says the progress deadline passed; `rolling` otherwise. A stuck rollout
- * keeps its slot: that is what stops a broken template after k Gateways.
+ * Where a Deployment's rollout stands:
+ * - `rolling`: a pod-template rollout in progress, by the rules of `kubectl
+ *   rollout status` (the controller has not seen the latest spec, fewer
+ *   replicas updated than wanted, old replicas still there, updated replicas
+ *   not yet available);
+ * - `stuck`: the Progressing condition says the progress deadline passed;
+ * - `degraded`: the Deployment controller says its latest rollout completed
+ *   (Progressing `NewReplicaSetAvailable`, and only the new ReplicaSet has
+ *   Pods: `isCompleteDeployment` in k8s.io/kubernetes
+ *   pkg/controller/deployment/progress.go, after which it estimates no
+ *   progress), yet not every replica is available: a drained node, a Pod
+ *   crash-looping, a scale-up the Nodes cannot take. No pod-template change
+ *   is in progress, and none would end it;
+ * - `settled`: every replica updated and available.
+ * `rolling` and `stuck` hold a slot (a stuck rollout is what stops a broken
+ * template after k Gateways); `degraded` and `settled` do not.
  */
-export type RolloutState = 'settled' | 'rolling' | 'stuck';
+export type RolloutState = 'settled' | SlotState | 'degraded';
 
 export function rolloutState(d: Deployment): RolloutState {
   const status = d.status ?? {};
@@ -29,34 +42,76 @@ export function rolloutState(d: Deployment): RolloutState {
   if (progressing?.reason === 'ProgressDeadlineExceeded') return 'stuck';
   const wanted = d.spec.replicas ?? 1;
   const updated = status.updatedReplicas ?? 0;
-  if (updated < wanted) return 'rolling';
-  // Old replicas still terminating.
-  if ((status.replicas ?? 0) > updated) return 'rolling';
-  if ((status.availableReplicas ?? 0) < updated) return 'rolling';
-  return 'settled';
+  const replicas = status.replicas ?? 0;
+  const available = status.availableReplicas ?? 0;
+  const complete = updated >= wanted && replicas <= updated && available >= updated;
+  // The Deployment controller's own word that the latest rollout completed:
+  // what is missing since is no rollout.
+  if (progressing?.status === 'True' && progressing.reason === 'NewReplicaSetAvailable' && replicas === updated) return complete ? 'settled' : 'degraded';
+  return complete ? 'settled' : 'rolling';
+}
+
+/** The slot a Deployment in this state holds, if any. */
+export function slotOf(state: RolloutState): SlotState | null {
+  return state === 'rolling' || state === 'stuck' ? state : null;
 }
 
 /** The inputs the Gateway being reconciled renders from now. */
 export interface CurrentInputs {
   templateHash: string;
-  configuration: GatewayConfiguration;
+  configuration: GatewayConfiguration | null;
 }
 
 const refOf = (o: { metadata: { namespace?: string; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /** The Gateway a Deployment belongs to, by its controller ownerReference. */
-function ownerRef(d: Deployment): string | undefined {
+function ownerOf(d: Deployment): { ref: string; uid: string | undefined } | undefined {
   const owner = (d.metadata.ownerReferences ?? []).find((o) => o.controller === true && o.kind === GATEWAY_KIND);
-  return owner ? `${d.metadata.namespace ?? ''}/${owner.name}` : undefined;
+  return owner ? { ref: `${d.metadata.namespace ?? ''}/${owner.name}`, uid: owner.uid } : undefined;
 }
 
-function condition(gateway: Gateway, type: string): { status: string; reason: string } | undefined {
+/** The Deployment is controlled by this very Gateway (not by an earlier one of the same name). */
+function controlledBy(d: Deployment, gateway: Gateway): boolean {
+  const owner = ownerOf(d);
+  if (owner === undefined || owner.ref !== refOf(gateway)) return false;
+  const uid = gateway.metadata.uid;
+  return owner.uid === undefined || uid === undefined || owner.uid === uid;
+}
+
+function condition(gateway: Gateway, type: string): { status: string; reason: string; message?: string | undefined } | undefined {
   return (gateway.status?.conditions ?? []).find((c) => c.type === type);
 }
 
 export function isQueued(gateway: Gateway): boolean {
   const applied = condition(gateway, CONDITION_APPLIED);
   return applied?.status === 'False' && applied.reason === ROLLOUT_QUEUED;
+}
+
+/** Accepted by this controller, as its last reconcile wrote it. */
+export function acceptedByUs(gateway: Gateway, controllerName: string): boolean {
+  const accepted = condition(gateway, CONDITION_ACCEPTED);
+  return accepted?.status === 'True' && accepted.message === acceptedMessage(controllerName);
+}
+
+/** A Gateway of this controller's classes that is not being deleted: whose Deployment the budget counts. */
+export function servedGateway(gateway: Gateway, isOurClass: (name: string) => boolean): boolean {
+  return gateway.metadata.deletionTimestamp === undefined && isOurClass(gateway.spec.gatewayClassName);
+}
+
+/**
+ * The slot this Gateway's Deployment holds: only a Gateway of ours (class,
+ * not being deleted) counts, and only the Deployment it controls. A Gateway
+ * that left the class, or is gone, frees its slot at once, whatever its old
+ * Deployment still does.
+ */
+export function slotHeld(gateway: Gateway, d: Deployment, isOurClass: (name: string) => boolean): SlotState | null {
+  if (!servedGateway(gateway, isOurClass) || !controlledBy(d, gateway)) return null;
+  return slotOf(rolloutState(d));
+}
+
+export function ourClasses(classes: readonly GatewayClass[], controllerName: string): (name: string) => boolean {
+  const ours = new Set(classes.filter((c) => c.spec.controllerName === controllerName).map((c) => c.metadata.name));
+  return (name) => ours.has(name);
 }
 
 /**
@@ -70,59 +125,90 @@ function behind(d: Deployment, current: CurrentInputs): boolean {
   const applied = readAppliedState(d);
   if (applied === null) return false;
   if (applied.templateHash !== current.templateHash) return true;
-  const uid = current.configuration.metadata.uid;
-  return uid !== undefined && applied.configurationUid === uid && applied.configurationGeneration < (current.configuration.metadata.generation ?? 0);
+  const uid = current.configuration?.metadata.uid;
+  return uid !== undefined && applied.configurationUid === uid && applied.configurationGeneration < (current.configuration?.metadata.generation ?? 0);
 }
 
 /**
- * The waiting line: every Gateway of ours whose Deployment is not rolling and
- * that is queued, or accepted with a settled Deployment that is `behind`. It
- * goes in namespace/name order, which every replica computes alike from the
- * same lists, so concurrent reconciles agree on who is next.
+ * Who holds the slots, and the waiting line. Only Gateways of this
+ * controller count (their class's controllerName), not being deleted, and
+ * only the Deployments they control. In line: every such Gateway accepted
+ * by us whose Deployment holds no slot and that is queued, or whose
+ * Deployment is `behind`. A Gateway that left the class, is being deleted
+ * or is no longer accepted is out of the line at once, whatever its
+ * Applied condition still says. The line goes in namespace/name order,
+ * which every replica computes alike from the same lists, so concurrent
+ * reconciles agree on who is next.
  */
-function waitingLine(census: RolloutCensus, isBehind: (d: Deployment) => boolean): { rolling: Deployment[]; line: string[] } {
+function waitingLine(census: RolloutCensus, controllerName: string, isBehind: (d: Deployment) => boolean): { held: (SlotHolder & { owner: string })[]; line: string[] } {
+  const isOurClass = ourClasses(census.classes, controllerName);
+  const served = new Map(census.gateways.filter((g) => servedGateway(g, isOurClass)).map((g) => [refOf(g), g]));
   const owned = new Map<string, Deployment>();
+  const held: (SlotHolder & { owner: string })[] = [];
+  const holders = new Set<string>();
   for (const d of census.deployments) {
-    const owner = ownerRef(d);
-    if (owner !== undefined) owned.set(owner, d);
+    const owner = ownerOf(d);
+    const gateway = owner === undefined ? undefined : served.get(owner.ref);
+    if (gateway === undefined || !controlledBy(d, gateway)) continue;
+    owned.set(refOf(gateway), d);
+    const state = slotOf(rolloutState(d));
+    if (state !== null) {
+      held.push({ ref: refOf(d), state, owner: refOf(gateway) });
+      holders.add(refOf(gateway));
+    }
   }
-  const rolling = census.deployments.filter((d) => rolloutState(d) !== 'settled');
-  const rollingOwners = new Set(rolling.map(ownerRef));
-  const line = census.gateways
-    .filter((g) => !rollingOwners.has(refOf(g)))
+  const line = [...served.values()]
+    .filter((g) => !holders.has(refOf(g)) && acceptedByUs(g, controllerName))
     .filter((g) => {
       if (isQueued(g)) return true;
       const d = owned.get(refOf(g));
-      return d !== undefined && condition(g, CONDITION_ACCEPTED)?.status === 'True' && isBehind(d);
+      return d !== undefined && isBehind(d);
     })
     .map(refOf)
     .sort();
-  return { rolling, line };
+  return { held: held.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0)), line };
 }
 
 /**
  * Whether the Gateway `self` may start a pod-template change now: when the
- * rollouts in progress (its own Deployment's excepted: a second change to a
- * rolling Deployment adds no rollout) and the Gateways before it in the line
- * leave a slot.
+ * slots held (its own Deployment's excepted: a second change to a rolling
+ * Deployment adds no rollout) and the Gateways before it in the line leave
+ * a slot.
  */
-export function rolloutBudget(self: Gateway, budget: number, census: RolloutCensus, current: CurrentInputs): BudgetVerdict {
+export function rolloutBudget(self: Gateway, budget: number, census: RolloutCensus, current: CurrentInputs, controllerName: string): BudgetVerdict {
   const me = refOf(self);
-  const { rolling, line } = waitingLine(census, (d) => behind(d, current));
-  const others = rolling.filter((d) => ownerRef(d) !== me).map(refOf).sort();
+  const { held, line } = waitingLine(census, controllerName, (d) => behind(d, current));
+  const others = held.filter((h) => h.owner !== me).map(({ ref, state }) => ({ ref, state }));
   const ahead = line.filter((ref) => ref !== me && ref < me);
-  return { go: others.length + ahead.length < budget, rolling: others, ahead };
+  return { go: others.length + ahead.length < budget, held: others, ahead };
 }
 
 /**
- * The Gateways to wake when a slot frees (a Deployment's rollout settled):
- * the first of the line, as many as there are free slots. Dispatch knows the
- * template but no GatewayConfiguration, so "behind" is the template's alone
- * here; a Gateway behind its configuration was queued by its own reconcile.
+ * The Gateways to wake when a slot frees or the line shortens: the first
+ * of the line, as many as there are free slots (`except`: the Gateway whose
+ * reconcile asks, already handled). Dispatch knows the template but no
+ * GatewayConfiguration, so "behind" is the template's alone here; a Gateway
+ * behind its configuration was queued by its own reconcile.
  */
-export function nextInLine(budget: number, census: RolloutCensus, templateHash: string): string[] {
-  const { rolling, line } = waitingLine(census, (d) => readAppliedState(d)?.templateHash !== templateHash && readAppliedState(d) !== null);
-  return line.slice(0, Math.max(0, budget - rolling.length));
+export function nextInLine(budget: number, census: RolloutCensus, templateHash: string, controllerName: string, except?: string): string[] {
+  const { held, line } = waitingLine(census, controllerName, (d) => behind(d, { templateHash, configuration: null }));
+  return line.filter((ref) => ref !== except).slice(0, Math.max(0, budget - held.length));
+}
+
+/**
+ * Whether the Gateway, as stored before this reconcile, was in the line
+ * (accepted by us, and queued or behind) or its Deployment held a slot:
+ * if this reconcile leaves it neither without starting a rollout, the next
+ * in line must be woken (plan.ts sets `wakeNext`).
+ */
+export function wasInLine(gateway: Gateway, ours: Deployment | null, current: CurrentInputs, controllerName: string): boolean {
+  if (gateway.metadata.deletionTimestamp !== undefined || !acceptedByUs(gateway, controllerName)) return false;
+  return isQueued(gateway) || (ours !== null && behind(ours, current));
+}
+
+/** Its own Deployment holds a slot. */
+export function holdsSlot(ours: Deployment | null): boolean {
+  return ours !== null && slotOf(rolloutState(ours)) !== null;
 }
 
 /**

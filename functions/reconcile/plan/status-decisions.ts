@@ -6,13 +6,15 @@ import { readAppliedState, sameConfiguration, sameState } from './applied-annota
 import { findCondition, type ConditionSpec } from './conditions.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../../api/names.js';
 import { condition } from './gateway-facts.js';
-import type { AppliedState, GatewayFacts, PendingStatus, Queued, WriteFailure } from './plan-types.js';
-import { ROLLOUT_QUEUED } from './rollout-budget.js';
+import type { AppliedState, GatewayFacts, PendingStatus, Queued, SlotHolder, WriteFailure } from './plan-types.js';
 import { controllerOf } from './render-deployment.js';
 import { GATEWAY_KIND } from '../../../api/names.js';
 import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
 
 export const MESSAGE_WAITING = 'Waiting for controller';
+
+/** GatewayConfigurationApplied's reason for a pod-template change the rollout budget holds back (rollout-budget.ts). */
+export const ROLLOUT_QUEUED = 'RolloutQueued';
 
 // Also how a Gateway we accepted is recognised after its class changes (the
 // Meridio-2 controller matches the same text).
@@ -68,11 +70,17 @@ export function appliedCondition(
 const NAMED_MAX = 3;
 const named = (refs: string[]): string => (refs.length <= NAMED_MAX ? refs.join(', ') : `${refs.slice(0, NAMED_MAX).join(', ')}, ...`);
 
+const SLOT_STATE_TEXT: Record<SlotHolder['state'], string> = { rolling: 'rolling', stuck: 'stuck: progress deadline exceeded' };
+
 // A pod-template change the rollout budget holds back: not applied, and the
-// message says what is ahead of it. Programmed is untouched: the Deployment
-// still serves what it has.
+// message says what is ahead of it: each slot and what holds it, and the
+// Gateways queued before it. Programmed is untouched: the Deployment still
+// serves what it has.
 function queuedCondition(ctx: GatewayFacts, pending: PendingStatus, queued: Queued): ConditionSpec {
-  const rolling = queued.rolling.length === 0 ? 'no rollout in progress' : `${queued.rolling.length} in progress (${named(queued.rolling)})`;
+  const n = queued.held.length;
+  const holders = queued.held.map((h) => `${h.ref}: ${SLOT_STATE_TEXT[h.state]}`);
+  const shown = n <= NAMED_MAX ? holders.join('; ') : `${holders.slice(0, NAMED_MAX).join('; ')}; ...`;
+  const rolling = n === 0 ? 'no slot held' : `${n} slot${n === 1 ? '' : 's'} held (${shown})`;
   const ahead = queued.ahead.length === 0 ? 'no Gateway queued before it' : `${queued.ahead.length} Gateway${queued.ahead.length === 1 ? '' : 's'} queued before it (${named(queued.ahead)})`;
   return condition(
     ctx,
@@ -202,7 +210,8 @@ export function acceptedConditions(pending: PendingStatus, write: { failure: Wri
 
 // The class is someone else's (or gone). An Accepted=True we wrote would now
 // be a lie: reset it to the Gateway API's initial Unknown/Pending. Null: there
-// is nothing of ours to take back.
+// is nothing of ours to take back. (A RolloutQueued we wrote goes with it:
+// not-ours.ts.)
 export function notOursAccepted(gateway: Gateway, controllerName: string): ConditionSpec | null {
   const accepted = findCondition(gateway.status?.conditions ?? [], CONDITION_ACCEPTED);
   if (accepted?.status !== 'True' || accepted.message !== acceptedMessage(controllerName)) return null;
