@@ -164,4 +164,36 @@ describe('the rollout budget line moves on (LB_ROLLOUT_BUDGET=1)', () => {
     // g2 had started its rollout before it moved.
     expect(await imageOf('g2')).toBe(NEXT_IMAGE);
   });
+
+  it('with every wake lost, the resync moves the line: past a Gateway that left the class, and past a degraded Deployment', async () => {
+    const before = await fleet(['g1', 'g2', 'g3', 'g4']);
+    const next = nextTemplate();
+    const pass = () => invoke({ kind: 'ping' }, handlerDeps(budgeted(next), { namespaces: [w.ns()] }), { type: 'dev.knative.sources.ping', id: `line-${Date.now()}` });
+    await scale('g1', 1);
+    expect(await reconcile({ namespace: w.ns(), name: 'g1' }, budgeted(next))).toMatchObject({ outcome: 'applied', deploymentWritten: true });
+    await wait('sllbr-g1 rolling', rolling('g1'));
+    // g3 at 1 replica: when its turn comes, its rollout holds the slot.
+    await scale('g3', 1);
+    for (const name of ['g2', 'g3', 'g4']) expect(await reconcile({ namespace: w.ns(), name }, budgeted(next))).toMatchObject({ outcome: 'rollout-queued' });
+
+    // No event reaches the function from here: g2 moves to another
+    // controller's class; g1's rollout completes (at 0 replicas), then it
+    // is scaled to 1 again: degraded, no pod-template change.
+    await editSpec(GATEWAYS, w.ns(), 'g2', (s) => ({ ...s, gatewayClassName: otherClass() }));
+    await scale('g1', 0);
+    await wait('sllbr-g1 completed', completed('g1', 0));
+    await scale('g1', 1);
+    await wait('sllbr-g1 degraded', completed('g1', 1));
+
+    await pass();
+    expect(await imageOf('g3')).toBe(NEXT_IMAGE);
+    const g2 = await readGateway(w.ns(), 'g2');
+    expect(condition(g2, APPLIED)).toBeUndefined();
+    expect(await imageOf('g2')).toBe(before);
+    // g3 holds the slot now: g4 waits, at this pass and the next.
+    await wait('sllbr-g3 rolling', rolling('g3'));
+    expect(await pass()).toMatchObject({ outcome: 'no-gateway-affected' });
+    expect(await imageOf('g4')).toBe(before);
+    expect(await queuedReason('g4')).toBe('False/RolloutQueued');
+  });
 });
