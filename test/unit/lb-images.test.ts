@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { parseTemplate } from '../../functions/reconcile/template.js';
 import { INSTALL_VARIANTS, installedTemplate, LB_TEMPLATE_CONFIGMAP, releaseOverlay } from '../../tools/release/install-files.mjs';
 import {
-  lbTemplateSource, manifestDigest, parseImageRef, parseLbImageOptions, pinTemplate, planLbImages, resolveLbImages, templateImages, UNRESOLVED_HINT,
+  lbTemplateSource, manifestDigest, parseImageRef, parseLbImageOptions, pinTemplate, planLbImages, resolveLbImages, skopeoError, templateImages, UNRESOLVED_HINT,
   type FetchManifest, type LbImage,
 } from '../../tools/release/lb-images.mjs';
 import { parseReleaseOptions, lbImageNotes, pinnedTemplateHeader } from '../../tools/release/release.mjs';
@@ -142,8 +142,14 @@ describe('resolveLbImages', () => {
     expect(resolved[1]).toEqual({ image: `${ROUTER}:latest`, containers: ['router'], kept: true });
   });
 
-  it('fails naming every image it cannot resolve, its containers, why, and what to do', async () => {
-    const err = await resolveLbImages(planLbImages(images, { sources: [{ image: ROUTER, from: 'm.example/router:v9' }], keepTag: [] }), async (ref) => (ref === `${LB}:latest` ? Buffer.from('nope') : fetch(ref))).then(() => undefined, (e: unknown) => e as Error);
+  it('fails naming every image it cannot resolve, in the template\'s order, its containers, why, and what to do', async () => {
+    // The first image's answer comes last.
+    const slowFirst: FetchManifest = async (ref) => {
+      if (ref !== `${LB}:latest`) return fetch(ref);
+      await new Promise((r) => setImmediate(r));
+      return Buffer.from('nope');
+    };
+    const err = await resolveLbImages(planLbImages(images, { sources: [{ image: ROUTER, from: 'm.example/router:v9' }], keepTag: [] }), slowFirst).then(() => undefined, (e: unknown) => e as Error);
     expect(err?.message).toBe([
       'cannot pin 2 images of the LB template to a digest:',
       `  - ${LB}:latest (container loadbalancer): the registry answered with something that is not a JSON manifest`,
@@ -156,6 +162,15 @@ describe('resolveLbImages', () => {
     const wrong = `m.example/lb@sha256:${hex('9')}`;
     const plan = planLbImages(images, { sources: [{ image: LB, from: wrong }], keepTag: [ROUTER] });
     await expect(resolveLbImages(plan, async () => manifests.get(`${LB}:latest`)!)).rejects.toThrow(`${LB}:latest (container loadbalancer), resolved from ${wrong}: the registry serves ${wrong} with digest ${sha(manifests.get(`${LB}:latest`)!)}`);
+  });
+});
+
+describe('skopeoError', () => {
+  it('is the message of skopeo\'s last log line, unquoted', () => {
+    const stderr = 'time="2026-12-07T01:45:35Z" level=warning msg="a warning"\ntime="2026-12-07T01:45:35Z" level=fatal msg="Error reading manifest v9: manifest unknown: \\"v9\\" is not known"\n';
+    expect(skopeoError(stderr)).toBe('Error reading manifest v9: manifest unknown: "v9" is not known');
+    expect(skopeoError('some other failure\n')).toBe('some other failure');
+    expect(skopeoError('')).toBe('');
   });
 });
 

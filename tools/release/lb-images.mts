@@ -207,8 +207,8 @@ export const UNRESOLVED_HINT = 'resolve it from a registry this machine reaches 
  * error names each image that cannot be resolved and why.
  */
 export async function resolveLbImages(plan: readonly LbImagePlan[], fetchManifest: FetchManifest): Promise<LbImage[]> {
-  const failures: string[] = [];
-  const resolved = await Promise.all(plan.map(async (p): Promise<LbImage | undefined> => {
+  const failures: Array<string | undefined> = plan.map(() => undefined);
+  const resolved = await Promise.all(plan.map(async (p, n): Promise<LbImage | undefined> => {
     const { image, containers } = p;
     if (p.keep) return { image, containers, kept: true };
     const what = `${image} (container${containers.length > 1 ? 's' : ''} ${containers.join(', ')})${p.from !== image ? `, resolved from ${p.from}` : ''}`;
@@ -218,19 +218,32 @@ export async function resolveLbImages(plan: readonly LbImagePlan[], fetchManifes
       if (asked !== undefined && asked !== digest) throw new Error(`the registry serves ${p.from} with digest ${digest}`);
       return { image, containers, kept: false, from: p.from, pinned: { repository: parseImageRef(p.from).repository, digest }, ...(platforms !== undefined ? { platforms } : {}) };
     } catch (err) {
-      failures.push(`${what}: ${(err as Error).message}`);
+      failures[n] = `${what}: ${(err as Error).message}`;
       return undefined;
     }
   }));
-  if (failures.length > 0) {
-    throw new Error(`cannot pin ${failures.length === 1 ? 'an image' : `${failures.length} images`} of the LB template to a digest:\n${failures.map((f) => `  - ${f}`).join('\n')}\nFor each: ${UNRESOLVED_HINT}.`);
+  const failed = failures.filter((f) => f !== undefined);
+  if (failed.length > 0) {
+    throw new Error(`cannot pin ${failed.length === 1 ? 'an image' : `${failed.length} images`} of the LB template to a digest:\n${failed.map((f) => `  - ${f}`).join('\n')}\nFor each: ${UNRESOLVED_HINT}.`);
   }
   return resolved.filter((r): r is LbImage => r !== undefined);
 }
 
 const exec = promisify(execFile);
 
-/** Reads a manifest with `skopeo inspect --raw` (the registry's bytes, whatever the platform); the error is skopeo's last line. */
+/** The message of skopeo's last log line (`time=... level=fatal msg="..."`), or the line. */
+export function skopeoError(stderr: string): string {
+  const line = stderr.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
+  const m = /\blevel=\w+ msg="((?:[^"\\]|\\.)*)"/.exec(line);
+  if (!m?.[1]) return line;
+  try {
+    return z.string().parse(JSON.parse(`"${m[1]}"`));
+  } catch {
+    return m[1];
+  }
+}
+
+/** Reads a manifest with `skopeo inspect --raw` (the registry's bytes, whatever the platform); an error is skopeo's message. */
 export function skopeoManifest(tlsVerify: boolean): FetchManifest {
   return async (ref) => {
     try {
@@ -238,8 +251,7 @@ export function skopeoManifest(tlsVerify: boolean): FetchManifest {
       return stdout;
     } catch (err) {
       const e = err as Error & { stderr?: Buffer };
-      const lines = (e.stderr?.toString('utf8') ?? e.message).split('\n').map((l) => l.trim()).filter(Boolean);
-      throw new Error(`skopeo inspect: ${lines.at(-1) ?? e.message}`);
+      throw new Error(`skopeo inspect: ${skopeoError(e.stderr?.toString('utf8') ?? '') || e.message}`);
     }
   };
 }
