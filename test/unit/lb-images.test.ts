@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { parseTemplate } from '../../functions/reconcile/template.js';
 import { INSTALL_VARIANTS, installedTemplate, LB_TEMPLATE_CONFIGMAP, releaseOverlay } from '../../tools/release/install-files.mjs';
 import {
-  lbTemplateSource, manifestDigest, parseImageRef, parseLbImageOptions, pinTemplate, planLbImages, resolveLbImages, skopeoError, templateImages, UNRESOLVED_HINT,
+  lbTemplateSource, manifestDigest, parseImageRef, pinTemplate, planLbImages, resolveLbImages, skopeoError, templateImages, UNRESOLVED_HINT,
   type FetchManifest, type LbImage,
 } from '../../tools/release/lb-images.mjs';
 import { parseReleaseOptions, lbImageNotes, pinnedTemplateHeader } from '../../tools/release/release.mjs';
