@@ -1,10 +1,12 @@
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfig } from './config.js';
 import type { PreparedTemplate } from './reconcile/template.js';
 import { defaultKubeConfig, startFunction } from './start-function.js';
+import { startupFailureLine } from './startup-error.js';
 
 // What both entry points run (functions/main.ts, and the startup snapshot's
-// functions/snapshot-main.ts): parse configuration (a bad value stops here,
-// with the variable named), then serve until SIGTERM.
+// functions/snapshot-main.ts): parse configuration, read the kubeconfig and
+// the template, listen (a bad input stops here, in one line naming it:
+// startup-error.ts), then serve until SIGTERM.
 
 // Knative stops routing to a revision before SIGTERM; what is in flight still
 // deserves to finish, within the termination grace period.
@@ -18,7 +20,7 @@ export async function runFunction(options: { preparedTemplate?: PreparedTemplate
       process.once(sig, () => void fn.stop(DRAIN_MS).then(() => process.exit(0)));
     }
   } catch (err) {
-    process.stderr.write(`${err instanceof ConfigError ? err.message : `startup failed: ${err instanceof Error ? err.stack : String(err)}`}\n`);
+    process.stderr.write(`${startupFailureLine(err)}\n`);
     process.exit(1);
   }
 }

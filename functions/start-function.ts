@@ -4,7 +4,10 @@ import { handleEvent } from './handle-event.js';
 import { reconcileCoalescer } from './reconcile-targets.js';
 import { sinkClient, trustBundles } from './dispatch/sink-client.js';
 import { kubeApi } from './kube/kube-api.js';
-import { loadTemplate, type PreparedTemplate } from './reconcile/template.js';
+import { loadTemplate, TemplateError, type PreparedTemplate, type Template } from './reconcile/template.js';
+import { loadKubeConfig } from './kube/kubeconfig.js';
+import { describeError, StartupError } from './startup-error.js';
+import type { Server } from 'node:http';
 import { createFunctionServer, type FunctionServer } from './server.js';
 import { connectionPool, type ConnectionPool } from './kube/pooled-client.js';
 import { issuerKeySource } from './sender-auth/issuer-keys.js';
@@ -38,7 +41,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
   // on, the log lines carry the trace and span they were written in.
   const telemetry = await startTelemetry(options.env ?? process.env, { serviceName: SERVICE_NAME, instance: config.POD_NAME }, log);
   joinTraces(telemetry.logTraceFields);
-  const template = loadTemplate(config.TEMPLATE_PATH, options.preparedTemplate);
+  const template = templateAt(config.TEMPLATE_PATH, options.preparedTemplate);
   if (template.ignoredFields) log.warn({ templatePath: config.TEMPLATE_PATH, ignoredFields: template.ignoredFields }, 'LB template fields that are no part of a Deployment are ignored');
   // One connection pool for every API request of the process.
   const pool = connectionPool(kc, { requestTimeoutMs: config.API_REQUEST_TIMEOUT_MS, telemetry });
@@ -76,10 +79,7 @@ export async function startFunction(config: Config, kc: KubeConfig, options: { p
     budgetMs: config.INVOCATION_BUDGET_MS,
     handle: (incoming, invocation) => handleEvent(incoming, invocation, deps),
   });
-  await new Promise<void>((resolve, reject) => {
-    fn.server.once('error', reject);
-    fn.server.listen(config.PORT, () => resolve());
-  });
+  await listen(fn.server, config.PORT);
   const addr = fn.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   // Since the process started: what a cold start costs an event (bench P1).
@@ -111,8 +111,27 @@ function verifierFor(config: Config, pool: ConnectionPool): VerifySender {
   });
 }
 
+/** The kubeconfig from where client-go looks; a missing or malformed one is a StartupError naming it. */
 export function defaultKubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
-  return kc;
+  return loadKubeConfig();
+}
+
+function templateAt(path: string, prepared: PreparedTemplate | undefined): Template {
+  try {
+    return loadTemplate(path, prepared);
+  } catch (err) {
+    throw new StartupError(`TEMPLATE_PATH ${path}`, err instanceof TemplateError ? err.problem : describeError(err), { cause: err });
+  }
+}
+
+/** Listens on `port`; a port taken or not allowed is a StartupError naming PORT. */
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new StartupError(`PORT ${port}`, 'is in use by another process', { cause: err }));
+      else if (err.code === 'EACCES') reject(new StartupError(`PORT ${port}`, 'needs privileges this process does not have (use a port above 1023)', { cause: err }));
+      else reject(err);
+    });
+    server.listen(port, () => resolve());
+  });
 }

@@ -12,6 +12,18 @@ export interface Template {
   ignoredFields?: string[];
 }
 
+/** A template that is not a Deployment: `problem` says why, without the file's name. */
+export class TemplateError extends Error {
+  override readonly name = 'TemplateError';
+  readonly source: string;
+  readonly problem: string;
+  constructor(source: string, problem: string, options?: { cause?: unknown }) {
+    super(`${source} ${problem}`, options);
+    this.source = source;
+    this.problem = problem;
+  }
+}
+
 // The template is read exactly as Meridio-2 reads it (go-yaml.ts,
 // go-decode.ts), so that a template it runs is accepted here and renders the
 // same; the hash covers the decoded object, not the text.
@@ -21,13 +33,15 @@ export function parseTemplate(text: string, source = 'template'): Template {
     const read = readGoYaml(text);
     decoded = decodeAsGo(read.value, 'V1Deployment', read.yaml);
   } catch (err) {
-    throw new Error(`${source} cannot be read as a Deployment: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new TemplateError(source, `cannot be read as a Deployment: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
+  // The kind first: a ConfigMap given by mistake says so, not which Deployment field it lacks.
+  const kind = (decoded.value as { kind?: unknown } | null)?.kind;
+  if (kind !== undefined && kind !== 'Deployment') throw new TemplateError(source, `has kind ${String(kind)}, want Deployment`);
   const r = DeploymentSchema.safeParse(decoded.value);
   if (!r.success) {
-    throw new Error(`${source} is not a Deployment: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new TemplateError(source, `is not a Deployment: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
-  if (r.data.kind !== undefined && r.data.kind !== 'Deployment') throw new Error(`${source} has kind ${r.data.kind}, want Deployment`);
   return { deployment: r.data, hash: digestOf(decoded.value), ...(decoded.ignored.length > 0 && { ignoredFields: decoded.ignored }) };
 }
 

@@ -12,14 +12,16 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { buildControllerImage, type BuiltImage } from '../../tools/image/build.mjs';
 import { buildah, inspectImage, removeImage, runCommand } from '../../tools/image/buildah.mjs';
 import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mjs';
-import { MONITORING_FILE, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
+import { installedTemplate, MONITORING_FILE, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
+import { lbTemplateSource, templateImages } from '../../tools/release/lb-images.mjs';
 import { NOTES_FILE } from '../../tools/release/release.mjs';
 import { logger } from '../../tools/go-build.mjs';
 import { pingEvent } from '../../events/outgoing.js';
 import { auditLog } from '../support/cluster.js';
 import { dryRunCheck, ensureKnativeCrds, ensurePrometheusOperatorCrds, ensureSystemNamespace, parseManifests } from '../support/install.js';
-import { programmedAndApplied } from '../support/fixtures.js';
+import { programmedAndApplied, readDeployment } from '../support/fixtures.js';
 import { mountOptions, processCredentials, startControllerContainer, type ControllerContainer } from '../support/image-container.js';
+import { pushStandIn, type StandIn } from '../support/stand-in-images.js';
 import { useWorld } from '../support/world.js';
 
 // The image operators deploy: the repository's Dockerfile, unchanged, built
@@ -117,7 +119,12 @@ describe('the controller image', () => {
 // DIGEST WRITTEN IN THE INSTALL FILE into the project's store and run with
 // runc as above, and the install file is dry-run on the API server with
 // Knative's CRDs. The release command runs as the operator runs it, as a
-// process (with --image, so that the image is not built a second time).
+// process (with --image, so that the image is not built a second time). The
+// LB template's images are stand-ins in the same registry (Meridio-2's
+// stateless-load-balancer and router; the router an index of two platforms),
+// which the release resolves through --lb-image: the install files' template
+// names their digests, and the released image, run with that template,
+// writes LB Deployments that run them.
 describe('the release', () => {
   const exec = promisify(execFile);
   const version = z.object({ version: z.string() }).parse(JSON.parse(readFileSync('package.json', 'utf8'))).version;
@@ -130,13 +137,28 @@ describe('the release', () => {
   // kube-state-metrics for install-monitoring.yaml, and where the runbooks are published: only named.
   const KSM = `registry.example.com/mirror/kube-state-metrics@sha256:${'2'.repeat(64)}`;
   const RUNBOOK_BASE = 'https://docs.example.com/meridio-2/docs/operations.md';
+  const LB = 'registry.nordix.org/cloud-native/meridio-2/stateless-load-balancer';
+  const ROUTER = 'registry.nordix.org/cloud-native/meridio-2/router';
+  let standIns: { lb: StandIn; router: StandIn } | undefined;
+  /** The LB images the install files must run: the stand-ins by the digests the registry serves. */
+  const pinnedLbImages = (): string[] => {
+    if (!standIns) throw new Error('the stand-in LB images were not pushed');
+    return [`${standIns.lb.repository}@${standIns.lb.digest}`, `${standIns.router.repository}@${standIns.router.digest}`];
+  };
 
   beforeAll(async () => {
     registry = await startRegistry(log);
     repository = `${registry.host}/meridio-2/gateway-controller`;
+    standIns = {
+      lb: await pushStandIn(registry.host, 'meridio-2/stateless-load-balancer', 'latest'),
+      router: await pushStandIn(registry.host, 'meridio-2/router', 'latest', { platforms: ['linux/amd64', 'linux/arm64'] }),
+    };
     out = mkdtempSync(join(tmpdir(), 'meridio2-release-out-'));
     // Cold, this builds syft (minutes); then it pushes about 90 MB to loopback.
-    await exec(process.execPath, ['tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--kube-state-metrics', KSM, '--runbook-base', RUNBOOK_BASE, '--tls-verify=false', '--out', out], { maxBuffer: 16 * 1024 * 1024 });
+    await exec(process.execPath, [
+      'tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--kube-state-metrics', KSM, '--runbook-base', RUNBOOK_BASE,
+      '--lb-image', `${LB}=${standIns.lb.ref}`, '--lb-image', `${ROUTER}=${standIns.router.ref}`, '--tls-verify=false', '--out', out,
+    ], { maxBuffer: 16 * 1024 * 1024 });
   }, 30 * 60 * 1000);
 
   afterAll(async () => {
@@ -148,6 +170,8 @@ describe('the release', () => {
   });
 
   const file = (name: string): string => readFileSync(join(out, name), 'utf8');
+  /** The LB template an install file mounts into the function. */
+  const releasedTemplate = (name: string): string => installedTemplate(file(name), lbTemplateSource('infra').key).text;
   /** The controller image the install file deploys. */
   const installedImage = (): string => {
     const ksvc = parseManifests(file('install.yaml'), 'install.yaml').find((m) => m.object.kind === 'Service' && m.object.apiVersion === 'serving.knative.dev/v1');
@@ -185,6 +209,16 @@ describe('the release', () => {
     expect(file(MONITORING_FILE)).not.toMatch(/^\s+runbook: /m);
     expect(file(NOTES_FILE)).toContain(`${version}@${digest}`);
     expect(file(NOTES_FILE)).toContain(KSM);
+  });
+
+  it('pins the LB template\'s images to the digests the registry serves, in both install files, and lists them in the notes', () => {
+    const pinned = pinnedLbImages();
+    for (const name of ['install.yaml', 'install-beside-meridio-2.yaml']) {
+      expect(templateImages(releasedTemplate(name))).toEqual([{ image: pinned[0], containers: ['loadbalancer'] }, { image: pinned[1], containers: ['router'] }]);
+    }
+    const notes = file(NOTES_FILE);
+    expect(notes).toContain(`| \`${LB}:latest\` | loadbalancer | \`${pinned[0]}\`, resolved from \`${standIns?.lb.ref}\` |`);
+    expect(notes).toContain(`| \`${ROUTER}:latest\` | router | \`${pinned[1]}\`, resolved from \`${standIns?.router.ref}\` (an image index of 2 platform manifests`);
   });
 
   describe('the image pulled back by the digest in install.yaml', () => {
@@ -257,7 +291,8 @@ describe('the release', () => {
     it('runs with runc as the Knative Service runs it and converges a Gateway', async () => {
       const token = w.r().kc.getCurrentUser()?.token;
       if (!token) throw new Error('the controller identity has no token');
-      c = await startControllerContainer({ image: installedImage(), token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'release-test' }, log });
+      // With the LB template install.yaml mounts (its ConfigMap), as the release's Service runs.
+      c = await startControllerContainer({ image: installedImage(), token, namespace: w.ns(), env: { WATCH_NAMESPACES: w.ns(), POD_NAME: 'release-test' }, template: releasedTemplate('install.yaml'), log });
       // The server answers /readyz as soon as it listens; its `listening` line may reach the pipe just after.
       const running = c;
       await waitFor(`the released image's listening line with version ${version}`, async () => (running.container.stdout.some((l) => l.includes('"msg":"listening"') && l.includes(`"version":"${version}"`)) ? true : undefined), { timeoutMs: 10000 });
@@ -266,6 +301,9 @@ describe('the release', () => {
       const res = await fetch(`${c.url}/`, { method: 'POST', headers: m.headers as Record<string, string>, body: m.body as string });
       expect(res.status).toBeLessThan(300);
       await waitFor('gw Programmed and Applied by the released image', programmedAndApplied(w.ns(), 'gw', '1'), { timeoutMs: 30000 });
+      // The data plane it renders runs what the release pinned.
+      const lbDeployment = await readDeployment(w.ns(), 'sllbr-gw');
+      expect((lbDeployment.spec?.template.spec?.containers ?? []).map((x) => x.image)).toEqual(pinnedLbImages());
     });
   });
 

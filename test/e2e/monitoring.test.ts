@@ -149,8 +149,12 @@ describe('alerts on the Gateways\' state: real kube-state-metrics and Prometheus
 
       // Several evaluations later, still frozen only: the foreign Gateway,
       // whose ApplyFailed Prometheus holds, is not this controller's.
+      // Three more evaluations of the Gateway rules, as Prometheus reports them.
       const evaluatedAt = Date.now();
-      await waitFor('a few more rule evaluations', () => (Date.now() - evaluatedAt > 3000 ? true : undefined), { timeoutMs: 10000, intervalMs: 500 });
+      await waitFor('three more evaluations of the Gateway rules', async () => {
+        const last = (await p.lastEvaluations()).get('meridio-2-gateway-controller.gateways') ?? 0;
+        return last > evaluatedAt + 2000 ? true : undefined;
+      }, { timeoutMs: 15000, intervalMs: 250 });
       expect((await p.query(appliedFalse)).map((r) => r.metric.name).sort()).toEqual(['foreign', 'frozen']);
       const mine = (await p.alerts()).filter((x) => x.labels.namespace === ns());
       expect(mine.filter((a) => a.labels.alertname === NOT_APPLIED).map((a) => `${a.state} ${a.labels.name}`)).toEqual(['firing frozen']);

@@ -9,6 +9,7 @@ import { pinnedVersion as pinnedOperatorVersion } from '../../tools/prometheus-o
 import { MONITORING_FILE, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
 import { NOTES_FILE, writeReleaseFiles } from '../../tools/release/release.mjs';
 import { adminConfig } from '../support/cluster.js';
+import { madeUpLbPins } from '../support/lb-pins.js';
 import {
   INSTALL_DIR,
   SYSTEM_NAMESPACE,
@@ -146,7 +147,7 @@ describe('the monitoring component enabled from source (infra + infra/monitoring
 
 // writeReleaseFiles is what `npm run release` writes once the image is
 // pushed (test/e2e/image.test.ts runs the whole release); here with a
-// made-up controller digest, kube-state-metrics by digest and a runbook
+// made-up controller digest (and LB image digests), kube-state-metrics by digest and a runbook
 // address, and without them.
 describe('install-monitoring.yaml of a release', () => {
   const digest = `sha256:${'0'.repeat(64)}`;
@@ -161,7 +162,7 @@ describe('install-monitoring.yaml of a release', () => {
   beforeAll(async () => {
     kustomize = (await ensureGoTool('kustomize')).binary;
     out = mkdtempSync(join(tmpdir(), 'meridio2-release-files-'));
-    files = writeReleaseFiles(out, { root: process.cwd(), kustomize, version, repository: 'registry.example.com/team/ctl', digest, monitoring: { kubeStateMetrics: KSM, runbookBase: BASE } });
+    files = writeReleaseFiles(out, { root: process.cwd(), kustomize, version, repository: 'registry.example.com/team/ctl', digest, lbImages: madeUpLbPins(), monitoring: { kubeStateMetrics: KSM, runbookBase: BASE } });
   }, 10 * 60 * 1000);
 
   afterAll(() => {
@@ -205,7 +206,7 @@ describe('install-monitoring.yaml of a release', () => {
   test('without a runbook address, names each runbook by its path, and the notes say so', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'meridio2-release-files-'));
     try {
-      writeReleaseFiles(dir, { root: process.cwd(), kustomize, version, repository: 'registry.example.com/team/ctl', digest, monitoring: { kubeStateMetrics: KSM } });
+      writeReleaseFiles(dir, { root: process.cwd(), kustomize, version, repository: 'registry.example.com/team/ctl', digest, lbImages: madeUpLbPins(), monitoring: { kubeStateMetrics: KSM } });
       const text = read(dir, MONITORING_FILE);
       expect(text).not.toContain('runbook_url');
       expect(text.match(/^\s+runbook: docs\/operations\.md#[a-z0-9-]+$/gm)).toHaveLength(ALERTS.length);
@@ -219,7 +220,7 @@ describe('install-monitoring.yaml of a release', () => {
   test('without kube-state-metrics, is left out, and the notes say so', () => {
     const dir = mkdtempSync(join(tmpdir(), 'meridio2-release-files-'));
     try {
-      const written = writeReleaseFiles(dir, { root: process.cwd(), kustomize, version, repository: 'registry.example.com/team/ctl', digest });
+      const written = writeReleaseFiles(dir, { root: process.cwd(), kustomize, version, repository: 'registry.example.com/team/ctl', digest, lbImages: madeUpLbPins() });
       expect(written).not.toContain(MONITORING_FILE);
       expect(read(dir, 'SHA256SUMS')).not.toContain(MONITORING_FILE);
       expect(read(dir, NOTES_FILE)).toMatch(/Not in this release: `install-monitoring\.yaml` was left out because the release was made without `--kube-state-metrics <ref@sha256:\.\.\.>`/);

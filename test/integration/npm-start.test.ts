@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -101,11 +101,41 @@ describe('npm start where the port is taken', () => {
       let stderr = '';
       child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       expect(await exited(child)).toBe(1);
-      expect(stderr).toContain(`port ${port} is in use: set PORT to a free port (PORT=0 picks any free one)`);
+      expect(stderr).toContain(`[dev] startup failed: PORT ${port}: is in use: set PORT to a free port (PORT=0 picks any free one)`);
       expect(stderr).not.toMatch(/^\s+at /m);
       expect(stderr).not.toContain('cluster mode');
     } finally {
       taken.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm start against an API server that does not answer', () => {
+  it('says in one line which API server and why, before starting anything, and exits 1', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'meridio2-home-'));
+    // A port nothing listens on: taken, then released.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const kubeconfig = join(home, 'kubeconfig');
+    writeFileSync(kubeconfig, [
+      'apiVersion: v1', 'kind: Config', 'current-context: gone',
+      'clusters: [{name: gone, cluster: {server: "https://127.0.0.1:' + String(port) + '", insecure-skip-tls-verify: true}}]',
+      'users: [{name: someone, user: {token: unused}}]',
+      'contexts: [{name: gone, context: {cluster: gone, user: someone}}]', '',
+    ].join('\n'));
+    try {
+      const child = spawn(process.execPath, ['dist/tools/dev/start.js'], { env: { ...noClusterEnv(home), KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      expect(await exited(child)).toBe(1);
+      expect(stderr).toContain(`[dev] startup failed: API server https://127.0.0.1:${port} (context gone): unreachable: `);
+      expect(stderr).toMatch(/ECONNREFUSED|connect/);
+      expect(stderr).not.toMatch(/^\s+at /m);
+      expect(stderr).not.toContain('cluster mode');
+    } finally {
       rmSync(home, { recursive: true, force: true });
     }
   });

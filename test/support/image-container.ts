@@ -89,13 +89,13 @@ function volume(files: Record<string, string>): string {
  * Starts the image as the Service's container, authenticated as the
  * ServiceAccount whose token is given, and waits until /readyz answers 200.
  */
-export async function startControllerContainer(opts: { image: string; token: string; namespace: string; env?: Record<string, string>; log: Log }): Promise<ControllerContainer> {
+export async function startControllerContainer(opts: { image: string; token: string; namespace: string; env?: Record<string, string>; template?: string; log: Log }): Promise<ControllerContainer> {
   const service = serviceContainer();
   const info = clusterInfo();
   // The projected ServiceAccount volume (token, CA, namespace).
   const sa = volume({ token: opts.token, 'ca.crt': readFileSync(info.caCert, 'utf8'), namespace: opts.namespace });
-  // The template ConfigMap: one key, the shipped template.
-  const templates = volume({ 'lb-deployment.yaml': readFileSync('infra/templates/lb-deployment.yaml', 'utf8') });
+  // The template ConfigMap: one key, the shipped template unless another (a release's) is given.
+  const templates = volume({ 'lb-deployment.yaml': opts.template ?? readFileSync('infra/templates/lb-deployment.yaml', 'utf8') });
   const api = new URL(info.server);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;

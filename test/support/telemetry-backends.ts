@@ -40,6 +40,8 @@ export interface PrometheusProcess {
   queryRange(promql: string, start: number, end: number, stepSeconds: number): Promise<Array<{ metric: Record<string, string>; values: Array<[number, string]> }>>;
   /** The alerts pending or firing now. */
   alerts(): Promise<PrometheusAlert[]>;
+  /** Each rule group's last evaluation (ms since the epoch), from /api/v1/rules: what tells a test that rules ran again. */
+  lastEvaluations(): Promise<Map<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -94,6 +96,12 @@ export async function startPrometheus(opts: PrometheusOptions = {}): Promise<Pro
       const body = (await res.json()) as { status: string; error?: string; data?: { result?: Array<{ metric: Record<string, string>; values: Array<[number, string]> }> } };
       if (body.status !== 'success') throw new Error(`Prometheus range query ${promql}: ${body.error ?? res.status}`);
       return body.data?.result ?? [];
+    },
+    lastEvaluations: async () => {
+      const res = await fetch(`${base}/api/v1/rules`);
+      const body = (await res.json()) as { status: string; data?: { groups?: Array<{ name: string; lastEvaluation?: string }> } };
+      if (body.status !== 'success') throw new Error(`Prometheus rules: HTTP ${res.status}`);
+      return new Map((body.data?.groups ?? []).map((g) => [g.name, g.lastEvaluation ? Date.parse(g.lastEvaluation) : 0]));
     },
     alerts: async () => {
       const res = await fetch(`${base}/api/v1/alerts`);

@@ -34,6 +34,6 @@ describe('prepared template', () => {
 
   it('does not hide a missing or invalid file', () => {
     expect(() => loadTemplate(join(tmpdir(), 'meridio2-no-such-template.yaml'), prepared)).toThrow(/ENOENT/);
-    expect(() => loadTemplate(copyWith('apiVersion: v1\nkind: ConfigMap\n'), prepared)).toThrow(/not a Deployment/);
+    expect(() => loadTemplate(copyWith('apiVersion: v1\nkind: ConfigMap\n'), prepared)).toThrow(/has kind ConfigMap, want Deployment/);
   });
 });

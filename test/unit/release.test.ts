@@ -7,6 +7,7 @@ import { INSTALL_VARIANTS, installNamespace, MONITORING_FILE, monitoringOverlay,
 import { NOTES_FILE, parseReleaseOptions, releaseNotes, releaseVersion, sha256sums } from '../../tools/release/release.mjs';
 import { parseScopeArgs } from '../../tools/release/scope.mjs';
 import { VERSION } from '../../functions/version.js';
+import { madeUpLbPins } from '../support/lb-pins.js';
 
 // The pure parts of `npm run release` (tools/release) and of the version it
 // stamps; the release itself runs in test/e2e/image.test.ts.
@@ -87,7 +88,7 @@ describe('pinnedImage', () => {
 describe('parseReleaseOptions', () => {
   it('takes a repository without tag and the options', () => {
     expect(parseReleaseOptions(['registry.example.com:5000/team/ctl', '--local-base', '--tls-verify=false', '--out', '/x'])).toEqual({
-      repository: 'registry.example.com:5000/team/ctl', localBase: true, tlsVerify: false, out: '/x',
+      repository: 'registry.example.com:5000/team/ctl', localBase: true, tlsVerify: false, out: '/x', lbImages: { sources: [], keepTag: [] },
     });
   });
 
@@ -130,7 +131,7 @@ describe('the monitoring release options', () => {
 
 describe('releaseNotes', () => {
   const digest = `sha256:${'0'.repeat(64)}`;
-  const base = { version: '1.2.3', repository: 'r.example/ctl', digest, namespace: 'meridio-2-system', kubeStateMetricsTested: 'v2.16.0' };
+  const base = { version: '1.2.3', repository: 'r.example/ctl', digest, namespace: 'meridio-2-system', kubeStateMetricsTested: 'v2.16.0', lbImages: madeUpLbPins() };
   const files = ['RELEASE-NOTES.md', 'SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', 'install.yaml', 'sbom.cdx.json'];
   it('without kube-state-metrics say that install-monitoring.yaml is left out, and how to get it', () => {
     const notes = releaseNotes({ ...base, files });
@@ -140,6 +141,7 @@ describe('releaseNotes', () => {
     expect(notes).not.toContain(`| \`${MONITORING_FILE}\``);
     expect(notes).toContain('Not pinned (made without `--receive-adapter`)');
     expect(notes).toContain(`| \`${NOTES_FILE}\` | this file |`);
+    expect(notes).toContain('## Load-balancer images (the data plane)');
   });
   it('with it name its image and the runbook address, or say that the runbooks are named by path', () => {
     const ksm = { repository: 'm.example/ksm', digest: `sha256:${'2'.repeat(64)}` };

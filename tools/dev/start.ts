@@ -10,8 +10,8 @@
 // (a valid Knative wiring without a Broker), and a live status table is
 // printed on stdout whenever it changes. Everything else goes to stderr.
 import { pino } from 'pino';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { ConfigError } from '../../functions/config.js';
+import { VersionApi, type KubeConfig } from '@kubernetes/client-node';
+import { describeError, StartupError, startupFailureLine } from '../../functions/startup-error.js';
 import { defaultKubeConfig, startFunction } from '../../functions/start-function.js';
 import { ControlPlane } from '../controlplane/control-plane.js';
 import { bindable, freePort } from '../controlplane/free-port.js';
@@ -108,13 +108,28 @@ async function embeddedCluster(root: string): Promise<{ functionKc: KubeConfig; 
 /** Against a cluster, with PORT unset: what `npm start` has always served on. */
 const DEFAULT_PORT = 8080;
 
-const portInUse = (port: number): ConfigError => new ConfigError(`port ${port} is in use: set PORT to a free port (PORT=0 picks any free one)`);
+const portInUse = (port: number): StartupError => new StartupError(`PORT ${port}`, 'is in use: set PORT to a free port (PORT=0 picks any free one)');
 
 /** K_SINK must be known before the server starts, so "any port" (0) is settled here; a port in use stops the start. */
 async function listeningPort(wanted: number): Promise<number> {
   if (wanted === 0) return freePort();
   if (!(await bindable(wanted))) throw portInUse(wanted);
   return wanted;
+}
+
+/** Before anything starts: an API server that does not answer is one line naming it, not a watch failing later. */
+async function apiServerReachable(kc: KubeConfig): Promise<void> {
+  const server = kc.getCurrentCluster()?.server ?? 'the configured cluster';
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('no answer within 10 s')), 10000); });
+  try {
+    await Promise.race([kc.makeApiClient(VersionApi).getCode(), timedOut]);
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    throw new StartupError(`API server ${server} (context ${kc.getCurrentContext()})`, `unreachable: ${describeError(cause ?? err)}`, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function main(): Promise<void> {
@@ -132,6 +147,7 @@ async function main(): Promise<void> {
   if (!embedded) {
     for (const sig of SIGNALS) process.on(sig, onSignal);
     const kc = defaultKubeConfig();
+    await apiServerReachable(kc);
     notice(`cluster mode: serving the function against ${kc.getCurrentCluster()?.server ?? 'the configured cluster'} (context ${kc.getCurrentContext()})`);
     kcs = { functionKc: kc, watchKc: kc };
   } else {
@@ -173,6 +189,6 @@ async function main(): Promise<void> {
 try {
   await main();
 } catch (err) {
-  notice(err instanceof ConfigError ? err.message : `start failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  notice(startupFailureLine(err));
   await shutdown(1);
 }

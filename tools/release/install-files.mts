@@ -19,6 +19,10 @@ export const VERSION_ANNOTATION = 'meridio-2.nordix.org/version';
 export const CONTROLLER_IMAGE_NAME = 'meridio-2-gateway-controller';
 /** The name it gives the gateway-watch ContainerSource's image, Knative's ApiServerSource adapter. */
 export const ADAPTER_IMAGE_NAME = 'knative-apiserver-receive-adapter';
+/** The ConfigMap the install generates from the LB template (infra/kustomization.yaml, configMapGenerator). */
+export const LB_TEMPLATE_CONFIGMAP = 'meridio-2-lb-template';
+/** The release overlay's own copy of the LB template, its images pinned (lb-images.mts). */
+const LB_TEMPLATE_OVERLAY_FILE = 'lb-deployment.pinned.yaml';
 
 export interface InstallVariant {
   /** The file written into the release directory. */
@@ -41,17 +45,27 @@ export interface PinnedImage {
   digest: string;
 }
 
+/** The LB template the release ships: its ConfigMap key, and the text (images pinned). */
+export interface ReleasedTemplate {
+  key: string;
+  text: string;
+}
+
 /**
  * The overlay that pins the image and annotates the release (kustomization.yaml
  * text). `infraDir` is relative to the overlay's directory: kustomize refuses
- * absolute roots.
+ * absolute roots. With `lbTemplateKey`, the LB template ConfigMap's key is
+ * replaced by the overlay's file LB_TEMPLATE_OVERLAY_FILE (a merge: the
+ * generator's options and labels stay; the name's hash is the new content's,
+ * and the Service mounts that name).
  */
-export function releaseOverlay(infraDir: string, variant: InstallVariant, image: PinnedImage, version: string, adapter?: PinnedImage): string {
+export function releaseOverlay(infraDir: string, variant: InstallVariant, image: PinnedImage, version: string, adapter?: PinnedImage, lbTemplateKey?: string): string {
   return dump({
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
     resources: [infraDir],
     ...(variant.components.length ? { components: variant.components.map((c) => join(infraDir, c)) } : {}),
+    ...(lbTemplateKey !== undefined ? { configMapGenerator: [{ name: LB_TEMPLATE_CONFIGMAP, behavior: 'merge', files: [`${lbTemplateKey}=${LB_TEMPLATE_OVERLAY_FILE}`] }] } : {}),
     images: [
       { name: CONTROLLER_IMAGE_NAME, newName: image.repository, digest: image.digest },
       ...(adapter ? [{ name: ADAPTER_IMAGE_NAME, newName: adapter.repository, digest: adapter.digest }] : []),
@@ -68,10 +82,11 @@ export function pinnedImage(ref: string): PinnedImage {
 }
 
 /** Renders one variant with the kustomize binary given; returns the YAML stream. */
-export function renderInstall(kustomize: string, infraDir: string, variant: InstallVariant, image: PinnedImage, version: string, adapter?: PinnedImage): string {
+export function renderInstall(kustomize: string, infraDir: string, variant: InstallVariant, image: PinnedImage, version: string, adapter?: PinnedImage, lbTemplate?: ReleasedTemplate): string {
   const dir = mkdtempSync(join(tmpdir(), 'meridio2-release-'));
   try {
-    writeFileSync(join(dir, 'kustomization.yaml'), releaseOverlay(relative(dir, infraDir), variant, image, version, adapter));
+    if (lbTemplate) writeFileSync(join(dir, LB_TEMPLATE_OVERLAY_FILE), lbTemplate.text);
+    writeFileSync(join(dir, 'kustomization.yaml'), releaseOverlay(relative(dir, infraDir), variant, image, version, adapter, lbTemplate?.key));
     return execFileSync(kustomize, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -179,4 +194,32 @@ export function renderMonitoring(kustomize: string, infraDir: string, monitoring
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const ConfigMapSchema = z.looseObject({
+  kind: z.literal('ConfigMap'),
+  metadata: z.looseObject({ name: z.string() }),
+  data: z.record(z.string(), z.string()).optional(),
+});
+const KnativeServiceSchema = z.looseObject({
+  kind: z.literal('Service'),
+  apiVersion: z.literal('serving.knative.dev/v1'),
+  spec: z.looseObject({ template: z.looseObject({ spec: z.looseObject({ volumes: z.array(z.looseObject({ configMap: z.looseObject({ name: z.string() }).optional() })).optional() }) }) }),
+});
+
+/**
+ * The LB template ConfigMap of a rendered install (the one the Knative
+ * Service mounts, `meridio-2-lb-template-<hash>`) and its text under `key`.
+ */
+export function installedTemplate(yaml: string, key: string): { configMap: string; text: string } {
+  const docs = loadAll(yaml).filter((d) => d != null);
+  const maps = docs.flatMap((d) => { const r = ConfigMapSchema.safeParse(d); return r.success && r.data.metadata.name.startsWith(`${LB_TEMPLATE_CONFIGMAP}-`) ? [r.data] : []; });
+  const services = docs.flatMap((d) => { const r = KnativeServiceSchema.safeParse(d); return r.success ? [r.data] : []; });
+  if (maps.length !== 1 || services.length !== 1) throw new Error(`expected one ${LB_TEMPLATE_CONFIGMAP} ConfigMap and one Knative Service, found ${maps.length} and ${services.length}`);
+  const map = maps[0]!;
+  const mounted = (services[0]!.spec.template.spec.volumes ?? []).map((v) => v.configMap?.name);
+  if (!mounted.includes(map.metadata.name)) throw new Error(`the Knative Service does not mount ${map.metadata.name} (it mounts ${mounted.filter(Boolean).join(', ') || 'no ConfigMap'})`);
+  const text = map.data?.[key];
+  if (text === undefined) throw new Error(`${map.metadata.name} has no key ${key}`);
+  return { configMap: map.metadata.name, text };
 }

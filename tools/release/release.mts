@@ -5,7 +5,8 @@
 // reads the digest back from the registry, and writes into dist/release/:
 //
 //   install.yaml, install-beside-meridio-2.yaml   the kustomize install with
-//       the image by digest and the version annotation on every object
+//       the image by digest, the LB template's images by digest (its
+//       ConfigMap, lb-images.mts) and the version annotation on every object
 //       (install-files.mts)
 //   install-monitoring.yaml   the optional monitoring component
 //       (infra/monitoring/: kube-state-metrics by digest, alerts, dashboard),
@@ -40,12 +41,24 @@
 //                        runbook_url is <url>#<anchor>; without it they name
 //                        the runbook by its path (runbook: docs/operations.md#<anchor>)
 //                        and the notes say so; only with --kube-state-metrics
-//   --tls-verify=false   a registry without TLS (a loopback test registry)
+//   --lb-image <template image>=<ref>   resolve an image of the LB template
+//                        (infra/templates/lb-deployment.yaml; its reference
+//                        or repository) from ref instead (a mirror, another
+//                        tag, a digest): the install files run ref's
+//                        repository by the digest found; repeatable
+//   --keep-lb-image-tag <template image>   do not pin that image: the install
+//                        files name it by its tag, and the notes say so;
+//                        repeatable. Without either, each image of the LB
+//                        template is resolved as the template names it, and
+//                        one that cannot be resolved fails the release
+//                        (before anything is built or pushed), naming it
+//   --tls-verify=false   a registry without TLS (a loopback test registry),
+//                        for the controller image and the LB images alike
 //   --out <dir>          instead of dist/release
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { logger, runAsScript, type Log } from '../go-build.mts';
@@ -55,7 +68,8 @@ import { ensureHostTools, IMAGE_TOOLS, RELEASE_TOOLS } from '../image/host-tools
 import { ensureGoTool } from '../go-tools.mts';
 import { repoRoot } from '../harness/repo-root.ts';
 import { checkRunbookBase, RUNBOOK_DOC } from '../monitoring/rules.mts';
-import { INSTALL_VARIANTS, installNamespace, MONITORING_FILE, pinnedImage, renderInstall, renderMonitoring, shippedKubeStateMetricsImage, type MonitoringRelease, type PinnedImage } from './install-files.mts';
+import { INSTALL_VARIANTS, installedTemplate, installNamespace, LB_TEMPLATE_CONFIGMAP, MONITORING_FILE, pinnedImage, renderInstall, renderMonitoring, shippedKubeStateMetricsImage, type MonitoringRelease, type PinnedImage } from './install-files.mts';
+import { lbTemplateSource, parseLbImageOptions, pinnedRef, pinTemplate, planLbImages, resolveLbImages, skopeoManifest, templateImages, type LbImage, type LbImageOptions } from './lb-images.mts';
 
 const log = logger('release');
 
@@ -73,7 +87,7 @@ const OptionsSchema = z.object({
   tlsVerify: z.boolean(),
   out: z.string().min(1),
 });
-export type ReleaseOptions = z.infer<typeof OptionsSchema>;
+export type ReleaseOptions = z.infer<typeof OptionsSchema> & { lbImages: LbImageOptions };
 
 export function parseReleaseOptions(argv: string[]): ReleaseOptions {
   const { values, positionals } = parseArgs({
@@ -86,11 +100,13 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
       'receive-adapter': { type: 'string' },
       'kube-state-metrics': { type: 'string' },
       'runbook-base': { type: 'string' },
+      'lb-image': { type: 'string', multiple: true, default: [] },
+      'keep-lb-image-tag': { type: 'string', multiple: true, default: [] },
       'tls-verify': { type: 'string', default: 'true' },
       out: { type: 'string' },
     },
   });
-  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--kube-state-metrics <ref@sha256:...> [--runbook-base <url>]] [--tls-verify=false] [--out <dir>]');
+  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--kube-state-metrics <ref@sha256:...> [--runbook-base <url>]] [--lb-image <template image>=<ref>]... [--keep-lb-image-tag <template image>]... [--tls-verify=false] [--out <dir>]');
   const tls = values['tls-verify'];
   if (tls !== 'true' && tls !== 'false') throw new Error(`--tls-verify: true or false, not ${tls}`);
   const parsed = OptionsSchema.safeParse({
@@ -123,7 +139,7 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
       throw new Error(`--runbook-base: ${(err as Error).message}`);
     }
   }
-  return parsed.data;
+  return { ...parsed.data, lbImages: parseLbImageOptions(values['lb-image'], values['keep-lb-image-tag']) };
 }
 
 /** The version of this checkout: package.json's, the one place it is set. */
@@ -148,6 +164,7 @@ export interface Release {
   /** <repository>:<version>@<digest> */
   image: string;
   digest: string;
+  lbImages: LbImage[];
   dir: string;
   files: string[];
 }
@@ -164,6 +181,8 @@ export interface ReleaseInput {
   adapter?: PinnedImage;
   /** Without it there is no install-monitoring.yaml. */
   monitoring?: MonitoringRelease;
+  /** What the release did with each image of the LB template (resolveLbImages): the install files' template names these. */
+  lbImages: readonly LbImage[];
 }
 
 export const NOTES_FILE = 'RELEASE-NOTES.md';
@@ -200,6 +219,7 @@ export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & {
       ? `Pinned: the gateway-watch ContainerSource runs ${code(`${input.adapter.repository}@${input.adapter.digest}`)}.`
       : 'Not pinned (made without `--receive-adapter`): the gateway-watch ContainerSource names `knative-apiserver-receive-adapter` by tag; point it at your Knative Eventing\'s `APISERVER_RA_IMAGE` when installing (docs/install.md, "Install a release", step 3).',
     '',
+    ...lbImageNotes(input.lbImages),
     '## Monitoring',
     '',
   ];
@@ -219,6 +239,46 @@ export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & {
   return `${lines.join('\n')}\n`;
 }
 
+/** The notes' section on the LB template's images: each with its digest, or that it was kept by tag; and that a change of them rolls LB Pods. */
+export function lbImageNotes(images: readonly LbImage[]): string[] {
+  const code = (s: string): string => `\`${s}\``;
+  const kept = images.filter((i) => i.kept);
+  const rows = images.map((i) => {
+    const runs = i.kept
+      ? `**not pinned**: by its tag, as the template names it (made with ${code(`--keep-lb-image-tag ${i.image}`)})`
+      : `${code(pinnedRef(i.pinned))}${i.from !== i.image ? `, resolved from ${code(i.from)}` : ''}${i.platforms !== undefined ? ` (an image index of ${i.platforms} platform manifests, pinned by the index's digest)` : ''}`;
+    return `| ${code(i.image)} | ${i.containers.join(', ')} | ${runs} |`;
+  });
+  return [
+    '## Load-balancer images (the data plane)',
+    '',
+    `The LB template (the ConfigMap ${code(`${LB_TEMPLATE_CONFIGMAP}-<hash>`)} of the install files, infra/templates/lb-deployment.yaml of this version), from which the function renders each Gateway's LB Deployment, runs these images, resolved to digests when the release was made:`,
+    '',
+    '| image in the template | containers | the install files run |',
+    '|---|---|---|',
+    ...rows,
+    '',
+    kept.length === 0
+      ? 'Every LB Pod rendered from this release runs exactly these images, whatever happens to their tags later.'
+      : `Not pinned: ${kept.map((i) => code(i.image)).join(', ')}. An LB Pod runs whatever ${kept.length === 1 ? 'that tag names' : 'those tags name'} when its node pulls it, so two LB Pods of this release may run different builds; the images above that are pinned run exactly as released.`,
+    '',
+    'An image reference is part of each LB Deployment\'s pod template. Applying this release over an install whose LB Deployments name other references (another release\'s digests, or tags: an install from source, or Meridio-2\'s own, which `install-beside-meridio-2.yaml` takes over) changes every LB Deployment\'s pod template on its next reconcile, and each Gateway\'s LB Pods roll once; that is expected, and `LB_ROLLOUT_BUDGET` limits how many LB Deployments roll at once (docs/operations.md, "Rollout budget"). Over a release that pinned the same digests, the images roll nothing. To take over from Meridio-2 without restarting an LB Pod, run Meridio-2\'s template (docs/install.md, "Migration, step by step") or make the release with `--keep-lb-image-tag` for each image.',
+    '',
+  ];
+}
+
+/** The comment the released LB template starts with. */
+export function pinnedTemplateHeader(version: string, images: readonly LbImage[]): string[] {
+  const kept = images.filter((i) => i.kept).map((i) => i.image);
+  return [
+    `Meridio-2 Gateway controller ${version}, as released (npm run release): the images`,
+    'below are pinned by digest; RELEASE-NOTES.md names what each was resolved from.',
+    ...(kept.length > 0 ? [`Kept by tag at the release's request: ${kept.join(', ')}.`] : []),
+    'Changing an image changes every LB pod template: the LB Pods roll.',
+    '',
+  ];
+}
+
 /**
  * Writes the install files, image.txt, the notes and SHA256SUMS into `out`
  * (which may hold the SBOM already); returns every file of `out`, sorted.
@@ -226,8 +286,16 @@ export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & {
 export function writeReleaseFiles(out: string, input: ReleaseInput): string[] {
   const infra = join(input.root, 'infra');
   const image: PinnedImage = { repository: input.repository, digest: input.digest };
+  const template = lbTemplateSource(infra);
+  const lbTemplate = {
+    key: template.key,
+    text: pinTemplate(readFileSync(template.file, 'utf8'), input.lbImages, { source: relative(input.root, template.file), header: pinnedTemplateHeader(input.version, input.lbImages) }),
+  };
   for (const variant of INSTALL_VARIANTS) {
-    writeFileSync(join(out, variant.file), renderInstall(input.kustomize, infra, variant, image, input.version, input.adapter));
+    const yaml = renderInstall(input.kustomize, infra, variant, image, input.version, input.adapter, lbTemplate);
+    // What the function reads at TEMPLATE_PATH is the pinned template, mounted from the ConfigMap the Service names.
+    if (installedTemplate(yaml, template.key).text !== lbTemplate.text) throw new Error(`${variant.file}: the LB template ConfigMap does not hold the pinned template`);
+    writeFileSync(join(out, variant.file), yaml);
   }
   if (input.monitoring) writeFileSync(join(out, MONITORING_FILE), renderMonitoring(input.kustomize, infra, input.monitoring, input.version));
   writeFileSync(join(out, 'image.txt'), `${input.repository}:${input.version}@${input.digest}\n`);
@@ -249,11 +317,19 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
   const version = releaseVersion(root);
   const tagged = `${opts.repository}:${version}`;
   await ensureHostTools([...IMAGE_TOOLS, ...RELEASE_TOOLS], log);
-  const [kustomize, syft] = [await ensureGoTool('kustomize'), await ensureGoTool('syft')];
   const adapter: PinnedImage | undefined = opts.receiveAdapter ? pinnedImage(opts.receiveAdapter) : undefined;
   const monitoring: MonitoringRelease | undefined = opts.kubeStateMetrics
     ? { kubeStateMetrics: pinnedImage(opts.kubeStateMetrics), ...(opts.runbookBase !== undefined ? { runbookBase: opts.runbookBase } : {}) }
     : undefined;
+
+  // 0. The LB template's images, by digest: before anything is built, pushed
+  // or written, so that an image that cannot be resolved costs nothing.
+  const template = lbTemplateSource(join(root, 'infra'));
+  const plan = planLbImages(templateImages(readFileSync(template.file, 'utf8'), relative(root, template.file)), opts.lbImages);
+  log(`resolving the LB template's images: ${plan.map((p) => (p.keep ? `${p.image} (kept by tag)` : p.from)).join(', ')}`);
+  const lbImages = await resolveLbImages(plan, skopeoManifest(opts.tlsVerify));
+  for (const i of lbImages) log(i.kept ? `LB image ${i.image}: kept by tag (--keep-lb-image-tag; the notes say so)` : `LB image ${i.image}: ${pinnedRef(i.pinned)}`);
+  const [kustomize, syft] = [await ensureGoTool('kustomize'), await ensureGoTool('syft')];
 
   // 1. The image, tagged with the version.
   let store: string[];
@@ -296,13 +372,13 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
     // 4. The install files, the image reference, the notes and the checksums.
     const image = `${tagged}@${remote}`;
     const files = writeReleaseFiles(out, {
-      root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote,
+      root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote, lbImages,
       ...(adapter ? { adapter } : {}), ...(monitoring ? { monitoring } : {}),
     });
     log(`released ${image}; ${out}: ${files.join(', ')}`);
     if (!monitoring) log(`no ${MONITORING_FILE}: made without --kube-state-metrics <ref@sha256:...> (the notes say so)`);
     else if (monitoring.runbookBase === undefined) log(`${MONITORING_FILE}: the alerts name their runbooks by path (${RUNBOOK_DOC}#...): made without --runbook-base (the notes say so)`);
-    return { version, image, digest: remote, dir: out, files };
+    return { version, image, digest: remote, lbImages, dir: out, files };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
