@@ -277,7 +277,8 @@ describe('the rollout budget, with real rollouts on fake Nodes', () => {
       const c = gateways.get('gw-c');
       const bAccepted = (b?.status?.conditions ?? []).find((x) => x.type === 'Accepted');
       const cAccepted = (c?.status?.conditions ?? []).find((x) => x.type === 'Accepted');
-      return bAccepted?.status === 'Unknown' && applied(b) === undefined && cAccepted?.status === 'False' && applied(c)?.reason === 'Pending' && !gateways.has('gw-d') ? true : undefined;
+      if (bAccepted?.status === 'Unknown' && applied(b) === undefined && cAccepted?.status === 'False' && applied(c)?.reason === 'Pending' && !gateways.has('gw-d')) return true;
+      throw new Error(state());
     }, { timeoutMs: 60000, intervalMs: 200 });
     // A resync now hands over no one: the stuck rollout holds the slot.
     const ping = pingEvent();
@@ -306,7 +307,8 @@ describe('the rollout budget, with real rollouts on fake Nodes', () => {
     await makePodsUnready('sllbr-gw-e');
     await waitFor('sllbr-gw-e degraded: 0/1 available, Progressing NewReplicaSetAvailable', () => {
       const d = deployments.get('sllbr-gw-e');
-      return d && (d.status?.availableReplicas ?? 0) === 0 && progressing(d)?.reason === 'NewReplicaSetAvailable' && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) ? true : undefined;
+      if (d && (d.status?.availableReplicas ?? 0) === 0 && progressing(d)?.reason === 'NewReplicaSetAvailable' && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0)) return true;
+      throw new Error(state());
     }, { timeoutMs: 60000, intervalMs: 200 });
     resetSamples();
     queuedMessages.length = 0;
