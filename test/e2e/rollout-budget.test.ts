@@ -91,6 +91,8 @@ describe('the rollout budget, with real rollouts on fake Nodes', () => {
   const seenQueued = new Map<string, Set<string>>();
   /** Queued messages seen. */
   const queuedMessages: string[] = [];
+  /** Called with its Deployment's name when a ReplicaSet first appears. */
+  let newReplicaSet: ((deployment: string) => void) | undefined;
 
   /** The LB Deployments of our Gateways whose rollout is open, from their ReplicaSets. */
   const openRollouts = (): string[] => {
@@ -185,9 +187,11 @@ describe('the rollout budget, with real rollouts on fake Nodes', () => {
       await watch.watch(`/apis/apps/v1/namespaces/${ns}/replicasets`, {}, (type, obj: { metadata: { name: string; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[] }; status?: { replicas?: number; availableReplicas?: number } }) => {
         if (type === 'DELETED') replicaSets.delete(obj.metadata.name);
         else {
+          const deployment = obj.metadata.ownerReferences?.find((o) => o.kind === 'Deployment')?.name ?? '';
+          if (!replicaSets.has(obj.metadata.name)) newReplicaSet?.(deployment);
           replicaSets.set(obj.metadata.name, {
             name: obj.metadata.name,
-            deployment: obj.metadata.ownerReferences?.find((o) => o.kind === 'Deployment')?.name ?? '',
+            deployment,
             revision: Number(obj.metadata.annotations?.['deployment.kubernetes.io/revision'] ?? 0),
             replicas: obj.status?.replicas ?? 0,
             available: obj.status?.availableReplicas ?? 0,
@@ -312,10 +316,16 @@ describe('the rollout budget, with real rollouts on fake Nodes', () => {
     }, { timeoutMs: 60000, intervalMs: 200 });
     resetSamples();
     queuedMessages.length = 0;
+    // gw-e's availability when gw-a's rollout starts (its new ReplicaSet appears).
+    let eAvailableWhenAStarted: number | undefined;
+    newReplicaSet = (deployment) => {
+      if (deployment === 'sllbr-gw-a' && eAvailableWhenAStarted === undefined) eAvailableWhenAStarted = deployments.get('sllbr-gw-e')?.status?.availableReplicas ?? 0;
+    };
     await serveWith(template('lb:v4'));
     // gw-a goes first while gw-e is degraded; then gw-e, whose own rollout replaces its unready Pod.
     await waitFor('gw-a and gw-e rolled out on lb:v4', allOn('lb:v4', ['gw-a', 'gw-e']), { timeoutMs: 240000, intervalMs: 200 });
     expect(maxRolling).toBe(BUDGET);
+    expect(eAvailableWhenAStarted).toBe(0);
     // No queued message ever named the degraded Deployment as holding a slot.
     expect(queuedMessages.filter((m) => m.includes('sllbr-gw-e:'))).toEqual([]);
   }, 300000);
@@ -345,7 +355,10 @@ describe('the rollout budget, with real rollouts on fake Nodes', () => {
           containerStatuses: (p.status?.containerStatuses ?? []).map((s) => ({ ...s, ready: false })),
         },
       });
-      await core.replaceNamespacedPodStatus({ namespace: ns, name: pod.metadata?.name ?? '', body: unready(await core.readNamespacedPod({ namespace: ns, name: pod.metadata?.name ?? '' })) });
+      const name = pod.metadata?.name ?? '';
+      await core.replaceNamespacedPodStatus({ namespace: ns, name, body: unready(await core.readNamespacedPod({ namespace: ns, name })) });
+      const now = await core.readNamespacedPod({ namespace: ns, name });
+      expect([name, now.status?.phase, now.status?.conditions?.find((c) => c.type === 'Ready')?.status]).toEqual([name, 'Running', 'False']);
     }
   }
 });
