@@ -46,7 +46,8 @@ export async function reconcileTarget({ key, hint }: Target, invocation: Invocat
   const r = await reconcileCoalesced(key, hint, caller, deps);
   const handled = fromReconcile(key, r);
   if (!r.wake || r.wake.length === 0) return handled;
-  const woken = await reconcileTargets(r.wake.map((k) => ({ key: k })), invocation, caller, deps, 'event');
+  // Handed over even when one: this invocation reconciles its own Gateway only.
+  const woken = await handOver(r.wake.map((k) => ({ key: k })), invocation, caller, deps, 'event');
   return { ...handled, woke: r.wake.map(keyText).join(','), ...(handled.detail === undefined && woken.detail !== undefined && { detail: `waking the next in line: ${woken.detail}` }) };
 }
 
@@ -69,6 +70,11 @@ export async function reconcileTargets(targets: Target[], invocation: Invocation
   if (targets.length === 0) return { next: 'settle', outcome: 'no-gateway-affected', gateways: 0 };
   const [only] = targets;
   if (targets.length === 1 && only) return reconcileTarget(only, invocation, caller, deps);
+  return handOver(targets, invocation, caller, deps, origin);
+}
+
+/** Fanned out, one reconcile request each, when there is a sink; reconciled here otherwise. */
+async function handOver(targets: Target[], invocation: Invocation, caller: ReconcileCaller, deps: HandlerDeps, origin: FanOutOrigin): Promise<Handled> {
   if (deps.sink) {
     const token = await deps.sinkToken?.();
     const r = await fanOut(targets, { ...invocation.cause }, { sink: deps.sink, handOverBy: handOverBy(invocation), telemetry: invocation.telemetry, ...(token ? { token } : {}), ...(deps.sinkClient ? { client: deps.sinkClient } : {}) });
@@ -83,10 +89,7 @@ export async function reconcileTargets(targets: Target[], invocation: Invocation
   let index = 0;
   const nexts: Delivery[] = [];
   const worker = async (): Promise<void> => {
-    while (index < targets.length) {
-      const { key, hint } = targets[index++] as Target;
-      nexts.push((await reconcileCoalesced(key, hint, caller, deps)).next);
-    }
+    while (index < targets.length) nexts.push((await reconcileTarget(targets[index++] as Target, invocation, caller, deps)).next);
   };
   await Promise.all(Array.from({ length: Math.min(deps.localConcurrency ?? 4, targets.length) }, worker));
   const next = combine(...nexts);

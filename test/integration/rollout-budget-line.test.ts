@@ -1,4 +1,5 @@
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { startBrokerStandIn } from '../../bench/lib/broker-stand-in.js';
 import { parseIncoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { GATEWAYS } from '../../functions/kube/kube-api.js';
@@ -72,9 +73,9 @@ describe('the rollout budget line moves on (LB_ROLLOUT_BUDGET=1)', () => {
   const wait = (what: string, check: () => Promise<true | undefined>): Promise<true> => waitFor(what, check, { timeoutMs: 30_000, intervalMs: 100 });
 
   /** An event as the ApiServerSource sends it in Resource mode, the object as it is now, through the handler. */
-  const deliver = async (template: Template, object: Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, action: 'update' | 'delete' = 'update') => {
+  const deliver = async (template: Template, object: Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, action: 'update' | 'delete' = 'update', sink?: string) => {
     const event = apiServerEvent(action, object, 'https://127.0.0.1');
-    return invoke(parseIncoming(event), handlerDeps(budgeted(template), { namespaces: [w.ns()] }), { type: event.type, id: event.id });
+    return invoke(parseIncoming(event), handlerDeps(budgeted(template), { namespaces: [w.ns()], ...(sink !== undefined && { sink }) }), { type: event.type, id: event.id });
   };
   const gatewayObject = async (gw: string) => ({ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', ...(await readGateway(w.ns(), gw)) }) as never;
   const deploymentObject = async (gw: string) => ({ apiVersion: 'apps/v1', kind: 'Deployment', ...(await rawDeployment(w.ns(), `sllbr-${gw}`)) }) as never;
@@ -146,11 +147,22 @@ describe('the rollout budget line moves on (LB_ROLLOUT_BUDGET=1)', () => {
     await wait('sllbr-g3 completed on the new template', completed('g3', 0));
 
     // g3's settled event is lost (events are hints). g4, first in line,
-    // turns invalid: its own event wakes g5.
+    // turns invalid: its own event wakes g5. With a sink (the Broker), the
+    // wake is a reconcile request handed over, even for one Gateway: the
+    // invocation reconciles its own Gateway only.
     await editSpec(GATEWAYS, w.ns(), 'g4', (s) => ({ ...s, infrastructure: { parametersRef: { group: 'meridio-2.nordix.org', kind: 'GatewayConfiguration', name: 'missing' } } }));
-    await deliver(next, await gatewayObject('g4'));
+    const broker = await startBrokerStandIn();
+    try {
+      expect(await deliver(next, await gatewayObject('g4'), 'update', broker.url)).toMatchObject({ outcome: 'invalid', gateway: `${w.ns()}/g4`, woke: `${w.ns()}/g5`, next: 'settle' });
+      expect(broker.keys).toEqual([`${w.ns()}/g5`]);
+    } finally {
+      await broker.close();
+    }
     expect(condition(await readGateway(w.ns(), 'g4'), 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidParameters' });
     expect(await queuedReason('g4')).toBe('Unknown/Pending');
+    expect(await imageOf('g5')).not.toBe(NEXT_IMAGE);
+    // The Broker delivers it: g5 goes.
+    expect(await reconcile({ namespace: w.ns(), name: 'g5' }, budgeted(next))).toMatchObject({ outcome: 'applied', deploymentWritten: true });
     expect(await imageOf('g5')).toBe(NEXT_IMAGE);
     await wait('sllbr-g5 completed on the new template', completed('g5', 0));
 
