@@ -1,6 +1,8 @@
 // The rollout budget's decisions, from observed Deployments and Gateways only.
 // The rollout states follow `kubectl rollout status` (k8s.io/kubectl
-// polymorphichelpers DeploymentStatusViewer), the oracle for "in progress".
+// polymorphichelpers DeploymentStatusViewer), the oracle for "in progress",
+// but after a rollout the Deployment controller reported complete (degraded:
+// rollout-budget-stalls.test.ts).
 import fc from 'fast-check';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, CONDITION_ACCEPTED, CONDITION_APPLIED, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
