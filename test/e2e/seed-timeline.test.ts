@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Watch } from '@kubernetes/client-node';
 import { HTTP, type CloudEvent } from 'cloudevents';
-import { dump, load } from 'js-yaml';
+import { dump, load, loadAll } from 'js-yaml';
 import { pingEvent } from '../../events/outgoing.js';
 import { PING_TYPE, RECONCILE_TYPE } from '../../events/types.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
@@ -87,7 +87,7 @@ const run = promisify(execFile);
 interface Delivery { retry: number; backoffPolicy: string; backoffDelay: string; deadLetterSink?: { uri?: string } }
 
 function shippedDelivery(trigger: string): Delivery {
-  const docs = readFileSync(repoPath('infra/knative/triggers.yaml'), 'utf8').split(/^---$/m).map((d) => load(d) as { metadata?: { name?: string }; spec?: { delivery?: Delivery } } | undefined);
+  const docs = loadAll(readFileSync(repoPath('infra/knative/triggers.yaml'), 'utf8')) as Array<{ metadata?: { name?: string }; spec?: { delivery?: Delivery } } | undefined>;
   const d = docs.find((x) => x?.metadata?.name === trigger)?.spec?.delivery;
   if (!d) throw new Error(`infra/knative/triggers.yaml: no delivery for Trigger ${trigger}`);
   return d;
@@ -131,13 +131,35 @@ interface Recording {
   series: RangeSeries[];
 }
 
-/** Every status a Gateway passes through, from a watch (a state that lasts seconds is still seen). */
+/**
+ * Every status a Gateway passes through, from a watch (a state that lasts
+ * seconds is still seen). Bookmarks keep it from idling out; a watch that
+ * ends anyway is opened again from the last resourceVersion seen.
+ */
 async function watchGateways(ns: string): Promise<{ seen: Seen[]; stop(): void }> {
   const seen: Seen[] = [];
-  const controller = await new Watch(adminConfig()).watch(`/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/gateways`, {}, (_phase, obj: { metadata: { name: string; resourceVersion: string }; status?: { conditions?: SeenCondition[] } }) => {
-    seen.push({ at: Date.now(), name: obj.metadata.name, resourceVersion: obj.metadata.resourceVersion, conditions: obj.status?.conditions ?? [] });
-  }, () => undefined);
-  return { seen, stop: () => controller.abort() };
+  let stopped = false;
+  let resourceVersion: string | undefined;
+  let controller: AbortController | undefined;
+  const open = async (): Promise<void> => {
+    controller = await new Watch(adminConfig()).watch(`/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/gateways`, { allowWatchBookmarks: true, ...(resourceVersion ? { resourceVersion } : {}) }, (phase, obj: { metadata: { name: string; resourceVersion: string }; status?: { conditions?: SeenCondition[] } }) => {
+      resourceVersion = obj.metadata.resourceVersion;
+      if (phase === 'BOOKMARK') return;
+      seen.push({ at: Date.now(), name: obj.metadata.name, resourceVersion: obj.metadata.resourceVersion, conditions: obj.status?.conditions ?? [] });
+    }, () => {
+      if (stopped) return;
+      // Too old a resourceVersion (410): from now, with every Gateway as ADDED.
+      void open().catch(() => {
+        resourceVersion = undefined;
+        return open();
+      });
+    });
+  };
+  await open();
+  return { seen, stop: () => {
+    stopped = true;
+    controller?.abort();
+  } };
 }
 
 /** One POST of a CloudEvent with no timeout (the PingSource adapter has none): the status once answered. */
@@ -296,11 +318,12 @@ function humanizeDuration(v: number): string {
   return `${Number(v.toPrecision(4))}s`;
 }
 
-interface ShippedRule { alert: string; expr: string; for?: string; keep_firing_for?: string; labels: Labels; annotations: Labels }
+interface ShippedRule { alert: string; expr: string; for?: string; keep_firing_for?: string; labels: Labels; annotations: Labels; group: string }
 
+/** The committed rule file's alerts, each with its group's name. */
 function shippedRules(): ShippedRule[] {
-  const doc = load(readFileSync(repoPath(RULE_FILE), 'utf8')) as { groups: Array<{ name: string; rules: ShippedRule[] }> };
-  return doc.groups.flatMap((g) => g.rules);
+  const doc = load(readFileSync(repoPath(RULE_FILE), 'utf8')) as { groups: Array<{ name: string; rules: Array<Omit<ShippedRule, 'group'>> }> };
+  return doc.groups.flatMap((g) => g.rules.map((r) => ({ ...r, group: g.name })));
 }
 
 /** Renders one of the shipped annotation templates for an alert: its labels, its value, and the reason its `query` reads. */
@@ -498,13 +521,13 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
   const phasesOf = (rec: Recording): Phases => {
     const sec = (ms: number): number => Math.round(ms / 1000);
     const failing = rec.pings.filter((q) => q.sentAt < rec.lift * 1000);
-    const fixedAt = rec.seen.find((s) => s.name === FROZEN && s.at >= rec.lift * 1000 && appliedOf(s)?.status === 'True')?.at;
-    if (fixedAt === undefined) throw new Error('no fix recorded');
-    // What applied it: the last delivery before the write (a ping, or any other event's).
-    const cause = rec.logs.filter((l) => l.msg === 'event handled' && l.gateway === `${rec.ns}/${FROZEN}` && l.outcome === 'applied' && Number(l.time) >= fixedAt).at(0);
-    const byPing = cause?.type === PING_TYPE;
-    const ping = byPing ? rec.pings.find((q) => q.id === cause.eventId) : undefined;
-    return { start: rec.start, edit: sec(rec.edit * 1000), pings: failing.map((q) => sec(q.sentAt)), lift: sec(rec.lift * 1000), fix: ping ? sec(ping.sentAt) : sec(rec.lift * 1000), fixByPing: ping !== undefined, end: rec.end };
+    // What applied it: the first delivery after the lift that applied it (a ping, or any other event's).
+    const cause = rec.logs.find((l) => l.msg === 'event handled' && l.gateway === `${rec.ns}/${FROZEN}` && l.outcome === 'applied' && Number(l.time) >= rec.lift * 1000);
+    if (!cause) throw new Error('no delivery after the lift applied the edit');
+    const ping = cause.type === PING_TYPE ? rec.pings.find((q) => q.id === cause.eventId) : undefined;
+    // The recording starts with the first scrape of the Gateways.
+    const first = Math.min(...rec.series.filter((x) => x.metric.namespace === rec.ns).map((x) => Math.round(x.values[0]?.[0] ?? Infinity)));
+    return { start: Math.max(rec.start, first), edit: sec(rec.edit * 1000), pings: failing.map((q) => sec(q.sentAt)), lift: sec(rec.lift * 1000), fix: ping ? sec(ping.sentAt) : sec(rec.lift * 1000), fixByPing: ping !== undefined, end: rec.end };
   };
 
   /** Runs promtool on a generated test file; its exit code and output. */
@@ -536,9 +559,33 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     return { plan, input, failedSince: ltt.values[present[0]!]!, lifted: plan.lift, lastFalse: present.at(-1)! * REPLAY_STEP_S };
   };
 
+  const isFrozenFalse = (s: ReplaySeries): boolean => s.labels.__name__ === 'meridio2_gateway_status_condition' && s.labels.name === FROZEN && s.labels.type === CONDITION_APPLIED && s.labels.status === 'False';
+
+  /**
+   * The recorded replay with the reasons the design documents instead of the
+   * recorded ones (docs/operations.md: "after about a minute of retries the
+   * reason becomes RetriesExhausted"): ApplyFailed at each delivery that
+   * starts a chain (the edit, each resync), RetriesExhausted once that chain
+   * is dead-lettered, `deadAfter` seconds later (the recorded resync's chain:
+   * ping sent → its dead letter), until the next one. Status and
+   * lastTransitionTime stay as recorded. Not what the recorded Broker does
+   * (it dead-letters no reconcile request): what the rules must page on too.
+   */
+  const alternated = (r: Replay, deadAfter: number): Replay => {
+    const base = r.input.find(isFrozenFalse);
+    if (!base) throw new Error('no False condition in the replay');
+    const anchors = [r.plan.edit, ...r.plan.failing];
+    const reasonOf = (t: number): string => {
+      const a = anchors.filter((x) => x <= t).at(-1);
+      return a !== undefined && t - a >= deadAfter ? 'RetriesExhausted' : 'ApplyFailed';
+    };
+    const split = (reason: string): ReplaySeries => ({ labels: { ...base.labels, reason }, values: base.values.map((v, i) => (v !== undefined && reasonOf(i * REPLAY_STEP_S) === reason ? v : undefined)) });
+    return { ...r, input: [...r.input.filter((s) => !isFrozenFalse(s)), split('ApplyFailed'), split('RetriesExhausted')] };
+  };
+
   /** The reasons of the frozen Gateway's False condition at a replay step, as its annotations' query reads them. */
   const reasonsAt = (input: ReplaySeries[], i: number): string[] => input
-    .filter((s) => s.labels.__name__ === 'meridio2_gateway_status_condition' && s.labels.name === FROZEN && s.labels.type === CONDITION_APPLIED && s.labels.status === 'False' && s.values[i] !== undefined)
+    .filter((s) => isFrozenFalse(s) && s.values[i] !== undefined)
     .map((s) => s.labels.reason ?? '')
     .sort();
 
@@ -558,7 +605,7 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     if (!rule) throw new Error(`${RULE_FILE}: no ${NOT_APPLIED}`);
     const threshold = Number(/> (\d+) unless/.exec(rule.expr)?.[1]);
     const keep = rule.keep_firing_for ? seconds(rule.keep_firing_for) : 0;
-    const others = rules.filter((x) => x.alert !== NOT_APPLIED && x.alert.startsWith('MeridioGateway'));
+    const others = rules.filter((x) => x.alert !== NOT_APPLIED && x.group === rule.group);
     const labels = { ...rule.labels, namespace: rec.ns, name: FROZEN, gatewayclass: rec.cls };
     const tests: object[] = [];
     let firstFiring: number | undefined;
@@ -609,6 +656,27 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     const reasons = new Set(r.input.filter((s) => s.labels.__name__ === 'meridio2_gateway_status_condition' && s.labels.name === FROZEN && s.labels.status === 'False' && s.labels.type === CONDITION_APPLIED).map((s) => s.labels.reason));
     for (const reason of reasons) expect([...named].some((x) => x?.includes(`(${reason})`))).toBe(true);
     const result = await promtoolTest('replay', promtoolDoc(`the seed, recorded, on the shipped schedule, fixed at minute ${REPLAY_FIX_MINUTE}`, r.input, tests));
+    expect(result).toEqual({ code: 0, out: expect.stringContaining('SUCCESS') });
+  }, 120000);
+
+  it(`the documented alternation (ApplyFailed at each resync, RetriesExhausted once its delivery is dead-lettered), laid on the recorded timeline: the alert stays firing through every change of reason, each named in its annotations`, async () => {
+    if (!recording) throw new Error('no recording (the recording test failed)');
+    const deadLetters = recording.pings.filter((q) => q.sentAt < recording!.lift * 1000).map((q) => {
+      const dead = recording!.logs.find((l) => l.msg === 'event handled' && l.eventId === q.id && l.outcome === 'ignored');
+      if (!dead) throw new Error(`ping ${q.n}: no dead letter recorded`);
+      return (Number(dead.time) - q.sentAt) / 1000;
+    });
+    const deadAfter = Math.round(Math.max(...deadLetters));
+    expect(deadAfter).toBeGreaterThanOrEqual(retryChainSeconds(shippedDelivery('meridio-2-resync')));
+    const r = alternated(replayOf(recording, REPLAY_FIX_MINUTE), deadAfter);
+    const { tests, firstFiring } = expectations(recording, r);
+    expect(firstFiring!).toBeLessThanOrEqual(20 * 60);
+    const summaries = tests.flatMap((x) => (x as { exp_alerts: Array<{ exp_annotations: Labels }> }).exp_alerts.map((a) => a.exp_annotations.summary ?? ''));
+    // Firing at every evaluation from the first to the fix, through both reasons, many times over.
+    const changes = summaries.filter((x, i) => i > 0 && x !== summaries[i - 1]).length;
+    expect(changes).toBeGreaterThanOrEqual(2 * (REPLAY_FIX_MINUTE - 20) / (SHIPPED_RESYNC_SECONDS / 60) - 2);
+    for (const reason of ['ApplyFailed', 'RetriesExhausted']) expect(summaries.some((x) => x.includes(`(${reason})`))).toBe(true);
+    const result = await promtoolTest('alternation', promtoolDoc(`the seed with the documented alternation, fixed at minute ${REPLAY_FIX_MINUTE}`, r.input, tests));
     expect(result).toEqual({ code: 0, out: expect.stringContaining('SUCCESS') });
   }, 120000);
 
