@@ -29,7 +29,7 @@ import { freezeDeployments } from '../support/policies.js';
 import { startPrometheus, type PrometheusProcess } from '../support/telemetry-backends.js';
 
 // The seed's failure on the real timeline, and whether the shipped alert
-// pages on it.
+// pages on it (measured timeline: docs/seed-timeline.md).
 //
 // 1. RECORD. The real Knative Eventing data plane (Broker ingress, in-memory
 //    channel dispatcher, filter) with the shipped Broker and Triggers
@@ -41,7 +41,9 @@ import { startPrometheus, type PrometheusProcess } from '../support/telemetry-ba
 //    (the seed), then the GatewayConfiguration is edited. The real
 //    kube-state-metrics (shipped CustomResourceState configuration, as the
 //    shipped ServiceAccount role) is scraped every second by a real
-//    Prometheus; the series are read back with query_range at the end.
+//    Prometheus; the series are read back with query_range at the end, the
+//    Gateway's every status write from a watch, each delivery from the
+//    function's log.
 //
 //    THE ONE SCALED THING: the resync. The shipped PingSource fires every
 //    5 minutes (infra/knative/pingsource.yaml); here the test sends the
@@ -53,16 +55,34 @@ import { startPrometheus, type PrometheusProcess } from '../support/telemetry-ba
 //    Everything else runs at its shipped timing. A timer drives the
 //    schedule; every wait on the system is a waitFor with a deadline.
 //
-// 2. REPLAY. The recorded within-cycle sequence (offsets from each ping,
-//    reasons, lastTransitionTime) is laid onto the shipped 5-minute
-//    schedule, cycle after cycle, sampled at a 30 s scrape interval, with the
-//    recorded fix at minute 60, and run through `promtool test rules` with
-//    the committed rule file (infra/monitoring/...rules.yaml, unmodified).
-//    One substitution, said here: the LoadBalancerAvailable condition is
-//    replayed as True, since the test control plane has no Node (LB Pods
-//    never run there; in the seed they keep serving the old configuration).
-//    A control (the same replay, fixed at minute 10) must not page, and the
-//    main expectations must fail on it.
+//    What it shows (asserted below): the condition turns False/ApplyFailed
+//    at the edit and stays so, lastTransitionTime unmoved, until the resync
+//    after the lift applies the edit. It never becomes RetriesExhausted: a
+//    lone drifted Gateway is reconciled inside the resync's own invocation,
+//    so each ping's retry chain ends in a dead-lettered ping, which the
+//    function does not record; and the one reconcile request there is (the
+//    edit's fan-out to both Gateways) is never dead-lettered, because the
+//    in-memory channel answers the function's post only once the retries are
+//    over and the function gives up on each post after its 10 s fan-out
+//    timeout, which cancels that delivery in the Broker.
+//
+// 2. REPLAY. The recorded sequence (offsets from each ping, reasons,
+//    lastTransitionTime) is laid onto the shipped 5-minute schedule, cycle
+//    after cycle, sampled at a 30 s scrape interval, the last failing
+//    resync at minute 60 and the recorded fix after it, and run through
+//    `promtool test rules` with the committed rule file
+//    (infra/monitoring/...rules.yaml, unmodified). One substitution, said
+//    here: the LoadBalancerAvailable condition is replayed as True, since
+//    the test control plane has no Node (LB Pods never run there; in the
+//    seed they keep serving the old configuration). Since the recording has
+//    one reason only, the same replay is also run with the alternation the
+//    design documents (RetriesExhausted once each chain is dead-lettered,
+//    the recorded chain's length after each resync), which the rules must
+//    page on the same way. A control (the same replay, fixed at minute 10)
+//    must not page, and the main expectations must fail on it.
+//
+// SEED_TIMELINE_KEEP=<file> keeps the recording there, and the generated
+// promtool files in their temporary directory.
 
 const SHIPPED = 'infra';
 const KSM_SERVICE_ACCOUNT = 'meridio-2-kube-state-metrics';
