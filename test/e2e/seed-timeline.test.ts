@@ -78,7 +78,8 @@ import { startPrometheus, type PrometheusProcess } from '../support/telemetry-ba
 //    one reason only, the same replay is also run with the alternation the
 //    design documents (RetriesExhausted once each chain is dead-lettered,
 //    the recorded chain's length after each resync), which the rules must
-//    page on the same way. A control (the same replay, fixed at minute 10)
+//    page on the same way. A control (the same replay, lifted after the
+//    resync of minute 10: applied 11.5 minutes after the edit)
 //    must not page, and the main expectations must fail on it.
 //
 // SEED_TIMELINE_KEEP=<file> keeps the recording there, and the generated
@@ -93,7 +94,7 @@ const NOT_APPLIED = 'MeridioGatewayConfigurationNotApplied';
 const PING_PERIOD_S = 90;
 /** Failing resync cycles recorded before the policy is lifted. */
 const FAILING_PINGS = 3;
-/** The replay: scrape and rule evaluation interval, the minute of the fixing resync, its length. */
+/** The replay: scrape and rule evaluation interval; the minute of the last failing resync (the lift follows it as recorded), of the control's; its length. */
 const REPLAY_STEP_S = 30;
 const REPLAY_FIX_MINUTE = 60;
 const REPLAY_CONTROL_FIX_MINUTE = 10;
@@ -472,6 +473,7 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     }
     const rec = recording!;
     const delivery = shippedDelivery('meridio-2-resync');
+    expect(delivery.deadLetterSink?.uri).toBe('/dead-letter');
     const chainMs = retryChainSeconds(delivery) * 1000;
     const handled = (l: LogLine): boolean => l.msg === 'event handled';
     const at = (l: LogLine): number => Number(l.time);
@@ -658,7 +660,7 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     tests: [{ name, interval: `${REPLAY_STEP_S}s`, input_series: inputSeries(input), alert_rule_test: tests }],
   });
 
-  it(`replays it on the shipped ${SHIPPED_RESYNC_SECONDS / 60}-minute schedule under promtool with the shipped rules: quiet for 15 minutes, firing through every reason until the fix at minute ${REPLAY_FIX_MINUTE}, then resolved; no other Gateway alert`, async () => {
+  it(`replays it on the shipped ${SHIPPED_RESYNC_SECONDS / 60}-minute schedule under promtool with the shipped rules: quiet for 15 minutes, then firing at every evaluation until the fix after minute ${REPLAY_FIX_MINUTE}, then resolved; no other Gateway alert`, async () => {
     if (!recording) throw new Error('no recording (the recording test failed)');
     const r = replayOf(recording, REPLAY_FIX_MINUTE);
     const { tests, firstFiring, resolved } = expectations(recording, r);
@@ -675,7 +677,7 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     const named = new Set(tests.flatMap((x) => (x as { exp_alerts: Array<{ exp_annotations: Labels }> }).exp_alerts.map((a) => a.exp_annotations.summary)));
     const reasons = new Set(r.input.filter((s) => s.labels.__name__ === 'meridio2_gateway_status_condition' && s.labels.name === FROZEN && s.labels.status === 'False' && s.labels.type === CONDITION_APPLIED).map((s) => s.labels.reason));
     for (const reason of reasons) expect([...named].some((x) => x?.includes(`(${reason})`))).toBe(true);
-    const result = await promtoolTest('replay', promtoolDoc(`the seed, recorded, on the shipped schedule, fixed at minute ${REPLAY_FIX_MINUTE}`, r.input, tests));
+    const result = await promtoolTest('replay', promtoolDoc(`the seed, recorded, on the shipped schedule, lifted after the resync of minute ${REPLAY_FIX_MINUTE}`, r.input, tests));
     expect(result).toEqual({ code: 0, out: expect.stringContaining('SUCCESS') });
   }, 120000);
 
@@ -696,19 +698,19 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     const changes = summaries.filter((x, i) => i > 0 && x !== summaries[i - 1]).length;
     expect(changes).toBeGreaterThanOrEqual(2 * (REPLAY_FIX_MINUTE - 20) / (SHIPPED_RESYNC_SECONDS / 60) - 2);
     for (const reason of ['ApplyFailed', 'RetriesExhausted']) expect(summaries.some((x) => x.includes(`(${reason})`))).toBe(true);
-    const result = await promtoolTest('alternation', promtoolDoc(`the seed with the documented alternation, fixed at minute ${REPLAY_FIX_MINUTE}`, r.input, tests));
+    const result = await promtoolTest('alternation', promtoolDoc(`the seed with the documented alternation, lifted after the resync of minute ${REPLAY_FIX_MINUTE}`, r.input, tests));
     expect(result).toEqual({ code: 0, out: expect.stringContaining('SUCCESS') });
   }, 120000);
 
-  it(`control: the same replay fixed at minute ${REPLAY_CONTROL_FIX_MINUTE} never pages, and the main expectations fail on it (the replay can fail)`, async () => {
+  it(`control: the same replay with the policy lifted after the resync of minute ${REPLAY_CONTROL_FIX_MINUTE} (applied at the next, under 15 minutes after the edit) never pages, and the main expectations fail on it (the replay can fail)`, async () => {
     if (!recording) throw new Error('no recording (the recording test failed)');
     const main = replayOf(recording, REPLAY_FIX_MINUTE);
     const control = replayOf(recording, REPLAY_CONTROL_FIX_MINUTE);
     const quiet = expectations(recording, control);
     expect(quiet.firstFiring).toBeUndefined();
-    const ok = await promtoolTest('control', promtoolDoc(`the seed, fixed at minute ${REPLAY_CONTROL_FIX_MINUTE}: quiet`, control.input, quiet.tests));
+    const ok = await promtoolTest('control', promtoolDoc(`the seed, lifted after the resync of minute ${REPLAY_CONTROL_FIX_MINUTE}: quiet`, control.input, quiet.tests));
     expect(ok).toEqual({ code: 0, out: expect.stringContaining('SUCCESS') });
-    const wrong = await promtoolTest('control-main-expectations', promtoolDoc(`the seed, fixed at minute ${REPLAY_CONTROL_FIX_MINUTE}, held to the expectations of the fix at minute ${REPLAY_FIX_MINUTE}`, control.input, expectations(recording, main).tests));
+    const wrong = await promtoolTest('control-main-expectations', promtoolDoc(`the seed, lifted after the resync of minute ${REPLAY_CONTROL_FIX_MINUTE}, held to the expectations of the lift after minute ${REPLAY_FIX_MINUTE}`, control.input, expectations(recording, main).tests));
     expect(wrong.code).not.toBe(0);
     expect(wrong.out).toContain(NOT_APPLIED);
   }, 120000);
