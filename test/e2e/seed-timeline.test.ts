@@ -29,7 +29,7 @@ import { freezeDeployments } from '../support/policies.js';
 import { startPrometheus, type PrometheusProcess } from '../support/telemetry-backends.js';
 
 // The seed's failure on the real timeline, and whether the shipped alert
-// pages on it (measured timeline: docs/seed-timeline.md).
+// pages on it (measured timeline: docs/operations.md, "The seed's failure, minute by minute").
 //
 // 1. RECORD. The real Knative Eventing data plane (Broker ingress, in-memory
 //    channel dispatcher, filter) with the shipped Broker and Triggers
@@ -488,7 +488,7 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     // lastTransitionTime moves only with the status: the same through every write while False.
     expect(new Set(failed.map((x) => x.c?.lastTransitionTime))).toEqual(new Set([firstFailure.c?.lastTransitionTime]));
     expect(Math.abs(unix(firstFailure.c?.lastTransitionTime) - firstFailure.at / 1000)).toBeLessThan(2);
-    // The reasons the real data plane produces while False (see docs/seed-timeline.md): the write
+    // The reasons the real data plane produces while False (see docs/operations.md, "The seed's failure, minute by minute"): the write
     // refused, at every delivery; no dead letter of a reconcile request reaches the function, so no RetriesExhausted.
     expect([...new Set(failed.map((x) => x.c?.reason))]).toEqual(['ApplyFailed']);
     const fixed = frozen.find((x) => x.at >= lift && x.c?.status === 'True');
