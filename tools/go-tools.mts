@@ -68,7 +68,7 @@ export const GO_TOOLS = {
     // The version shows in `prometheus --version` and in its build-info API.
     ldflags: (v) => `-X github.com/prometheus/common/version.Version=${prometheusRelease(v)}`,
     about: 'without service discovery; a cold build takes about 2.5 minutes on 2 quiet cores, more under load',
-    testFiles: ['test/e2e/telemetry.test.ts', 'test/e2e/monitoring.test.ts', 'test/e2e/function-alerts.test.ts', 'test/e2e/meta-alerts.test.ts'],
+    testFiles: ['test/e2e/telemetry.test.ts', 'test/e2e/monitoring.test.ts', 'test/e2e/function-alerts.test.ts', 'test/e2e/meta-alerts.test.ts', 'test/e2e/seed-timeline.test.ts'],
   },
   // Checks and unit-tests the shipped alert rules (`promtool test rules`),
   // from the same pinned module; most of its packages are the server's.
@@ -80,7 +80,7 @@ export const GO_TOOLS = {
     tags: ['remove_all_sd'],
     ldflags: (v) => `-X github.com/prometheus/common/version.Version=${prometheusRelease(v)}`,
     about: "without service discovery; cold, 354 s of CPU (about 3 minutes on 2 quiet cores)",
-    testFiles: ['test/integration/alert-rules.test.ts'],
+    testFiles: ['test/integration/alert-rules.test.ts', 'test/e2e/seed-timeline.test.ts'],
   },
   // Exposes the Gateways' and GatewayClasses' conditions as metrics with the
   // shipped CustomResourceState configuration (infra/monitoring/); the
@@ -92,7 +92,7 @@ export const GO_TOOLS = {
     // The version shows in `kube-state-metrics version` and its build-info metric.
     ldflags: (v) => `-X github.com/prometheus/common/version.Version=${v.replace(/^v/, '')}`,
     about: 'a cold build is about 1,080 packages (516 s of CPU: about 4 to 5 minutes on 2 quiet cores)',
-    testFiles: ['test/e2e/monitoring.test.ts', 'test/e2e/meta-alerts.test.ts'],
+    testFiles: ['test/e2e/monitoring.test.ts', 'test/e2e/meta-alerts.test.ts', 'test/e2e/seed-timeline.test.ts'],
   },
   // The v2 binary: an OpenTelemetry Collector distribution with Jaeger's
   // in-memory store and query API; the telemetry test reads traces back.

@@ -31,8 +31,10 @@ export interface ProxiedRequest {
   ceId?: string;
   ceType?: string;
   ceSubject?: string;
-  /** The answer's status; 0 while the request is in flight. For a tunnel (path `CONNECT`), 200 once it is open. */
+  /** The answer's status; 0 while the request is in flight, 499 when the client went away before any answer. For a tunnel (path `CONNECT`), 200 once it is open. */
   status: number;
+  /** The client went away before the answer was complete; the upstream request was closed with it. */
+  aborted?: boolean;
 }
 
 export interface ClusterDnsProxy {
@@ -109,9 +111,21 @@ export async function startClusterDnsProxy(routes: Routes): Promise<ClusterDnsPr
       up.pipe(res);
     });
     upstream.on('error', (err) => {
+      if (record.aborted) return;
       record.status = 502;
       if (!res.headersSent) res.writeHead(502);
       res.end(`upstream ${host} (${target.host}:${port}): ${err.message}`);
+    });
+    // A client that goes away before its answer (a sender's timeout) closes
+    // the upstream connection too, as a closed TCP connection does through a
+    // ClusterIP: the Go servers behind it then cancel the request's context
+    // (the Broker ingress its send to the channel, the dispatcher its
+    // retries). Without this, a sender's timeout left the request running.
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      record.aborted = true;
+      record.status = record.status || 499;
+      upstream.destroy();
     });
     req.pipe(upstream);
   };

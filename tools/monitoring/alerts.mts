@@ -162,7 +162,9 @@ export function alerts(settings: AlertSettings): Alert[] {
       // kube-state-metrics or Prometheus, leave the clock where it was. A
       // rollout the budget holds back is not a failure: its own alert below.
       expr: `time() - max by (${GATEWAY.join(', ')}) (${conditionSeries(CONDITION_APPLIED, '="False"', 'meridio2_gateway_status_condition_last_transition_time')}) > ${seconds(notAppliedAfter)} ` +
-        `unless on (namespace, name) meridio2_gateway_status_condition{type="${CONDITION_APPLIED}", status="False", reason="${ROLLOUT_QUEUED}"}`,
+        `unless on (namespace, name) meridio2_gateway_status_condition{type="${CONDITION_APPLIED}", status="False", reason="${ROLLOUT_QUEUED}"} ` +
+        // A Gateway with no LB Deployment of its own (a name collision) pages as not programmed, once.
+        `unless on (namespace, name) ${gatewaysWith(CONDITION_PROGRAMMED, '!="True"')}`,
       for: '0m',
       keepFiringFor: '5m',
       severity: 'critical',
