@@ -1,3 +1,4 @@
+import { ksmIdentity, startKubeStateMetrics, type KsmIdentity } from '../support/kube-state-metrics.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,15 +8,12 @@ import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { repoPath } from '../../tools/harness/repo-root.js';
-import { serviceAccountIdentity } from '../../tools/harness/service-account-identity.js';
 import { ensureGoTool } from '../../tools/go-tools.mjs';
 import { alerts, FUNCTION_JOB, KSM_JOB, RESYNC_GATEWAYS_METRIC, RESYNC_HANDLED_METRIC } from '../../tools/monitoring/alerts.mjs';
 import { MONITORING_DIR } from '../../tools/monitoring/files.mjs';
 import { ruleFile } from '../../tools/monitoring/rules.mjs';
-import { adminConfig } from '../support/cluster.js';
-import { deleteAfterTest } from '../support/cluster-scoped.js';
 import { configurationSpec, createConfiguration, createGateway } from '../support/fixtures.js';
-import { startGoProcess, tail, type GoProcess } from '../support/go-process.js';
+import { tail, type GoProcess } from '../support/go-process.js';
 import { alertGone, alertIn, alertsNamed, holdsWithout, scalarOf } from '../support/prometheus-alerts.js';
 import { startPrometheus } from '../support/telemetry-backends.js';
 import { useWorld } from '../support/world.js';
@@ -51,8 +49,6 @@ const RULES = dump(ruleFile(alerts({ resyncSeconds: RESYNC_SECONDS, reportSlackS
 const KSM_DOWN = 'MeridioKubeStateMetricsDown';
 const PATH_BROKEN = 'MeridioEventPathBroken';
 const SERIES_MISSING = 'MeridioGatewaySeriesMissing';
-const KSM_SERVICE_ACCOUNT = 'meridio-2-kube-state-metrics';
-const KSM_RBAC_FILE = `${MONITORING_DIR}/kube-state-metrics-rbac.yaml`;
 const KSM_CONFIG = `${MONITORING_DIR}/custom-resource-state.yaml`;
 /** Longer than `for:` plus a few evaluations: a pending alert would have fired by then. */
 const HOLD_MS = 10000;
@@ -101,28 +97,16 @@ describe('meta-alerts: kube-state-metrics down, the event path broken, Gateway s
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The test's kube-state-metrics identity: the namespace's ServiceAccount bound to the shipped ClusterRole, as its kubeconfig. */
-  let ksmKubeconfig: { ns: string; file: string } | undefined;
-  async function ksmIdentity(): Promise<string> {
-    if (ksmKubeconfig?.ns === w.ns()) return ksmKubeconfig.file;
-    const identity = await serviceAccountIdentity(adminConfig(), { namespace: w.ns(), serviceAccount: KSM_SERVICE_ACCOUNT, rbacFile: KSM_RBAC_FILE, probeBy: 'list' });
-    deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
-    ksmKubeconfig = { ns: w.ns(), file: identity.kubeconfig };
-    return identity.kubeconfig;
+  /** The test's kube-state-metrics identity (one per test namespace). */
+  let identityOf: { ns: string; identity: KsmIdentity } | undefined;
+  async function identity(): Promise<KsmIdentity> {
+    if (identityOf?.ns !== w.ns()) identityOf = { ns: w.ns(), identity: await ksmIdentity(w.ns()) };
+    return identityOf.identity;
   }
 
   /** kube-state-metrics as its shipped identity, on `port`. */
   async function startKsm(port: number, configFile: string): Promise<GoProcess> {
-    const kubeconfig = await ksmIdentity();
-    return started(startGoProcess('kube-state-metrics', ksmBinary, [
-      `--kubeconfig=${kubeconfig}`,
-      '--host=127.0.0.1',
-      `--port=${port}`,
-      '--telemetry-host=127.0.0.1',
-      `--telemetry-port=${await freePort()}`,
-      '--custom-resource-state-only=true',
-      `--custom-resource-state-config-file=${configFile}`,
-    ], {}));
+    return started(await startKubeStateMetrics(ksmBinary, await identity(), port, configFile));
   }
 
   it(`${KSM_DOWN}: quiet while kube-state-metrics is scraped under job ${KSM_JOB}; fires from up == 0 once it stops`, async () => {

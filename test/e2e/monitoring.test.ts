@@ -1,11 +1,11 @@
+import { ksmIdentity, startKubeStateMetrics } from '../support/kube-state-metrics.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { dump } from 'js-yaml';
 import { deniedByAuthorizer, readEvents, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { freePort } from '../../tools/controlplane/free-port.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
-import { repoPath } from '../../tools/harness/repo-root.js';
-import { serviceAccountIdentity, shippedClusterRole } from '../../tools/harness/service-account-identity.js';
+import { shippedClusterRole } from '../../tools/harness/service-account-identity.js';
 import { ensureGoTool } from '../../tools/go-tools.mjs';
 import { CONDITION_APPLIED, KSM_JOB } from '../../tools/monitoring/alerts.mjs';
 import { alerts } from '../../tools/monitoring/alerts.mjs';
@@ -16,9 +16,8 @@ import { ruleFile } from '../../tools/monitoring/rules.mjs';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { apiServerEvent, pingEvent, reconcileEvent } from '../../events/outgoing.js';
 import { adminConfig, clusterInfo, useNamespace } from '../support/cluster.js';
-import { deleteAfterTest } from '../support/cluster-scoped.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from '../support/fixtures.js';
-import { startGoProcess, tail, type GoProcess } from '../support/go-process.js';
+import { tail, type GoProcess } from '../support/go-process.js';
 import { freezeDeployments } from '../support/policies.js';
 import { grantedKeys, usedKeys } from '../support/rbac-usage.js';
 import { controllerIdentity } from '../support/reconciler.js';
@@ -39,9 +38,7 @@ import { startPrometheus, type PrometheusProcess } from '../support/telemetry-ba
 // timeline (test/e2e/seed-timeline.test.ts does, at the shipped durations).
 // Prometheus scrapes and evaluates every second.
 
-const KSM_SERVICE_ACCOUNT = 'meridio-2-kube-state-metrics';
 const KSM_RBAC_FILE = `${MONITORING_DIR}/kube-state-metrics-rbac.yaml`;
-const KSM_CONFIG = `${MONITORING_DIR}/custom-resource-state.yaml`;
 const NOT_APPLIED = 'MeridioGatewayConfigurationNotApplied';
 const OTHER_CONTROLLER = 'example.com/other-gateway-controller';
 const SHORT_FOR = '5s';
@@ -71,18 +68,9 @@ describe('alerts on the Gateways\' state: real kube-state-metrics and Prometheus
     const custom = adminConfig().makeApiClient(CustomObjectsApi);
 
     // --- kube-state-metrics as its shipped identity, with the shipped configuration.
-    const identity = await serviceAccountIdentity(adminConfig(), { namespace: ns(), serviceAccount: KSM_SERVICE_ACCOUNT, rbacFile: KSM_RBAC_FILE, probeBy: 'list' });
-    deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
-    const [port, telemetryPort] = [await freePort(), await freePort()];
-    ksm = startGoProcess('kube-state-metrics', ksmBinary, [
-      `--kubeconfig=${identity.kubeconfig}`,
-      '--host=127.0.0.1',
-      `--port=${port}`,
-      '--telemetry-host=127.0.0.1',
-      `--telemetry-port=${telemetryPort}`,
-      '--custom-resource-state-only=true',
-      `--custom-resource-state-config-file=${repoPath(KSM_CONFIG)}`,
-    ], {});
+    const identity = await ksmIdentity(ns());
+    const port = await freePort();
+    ksm = await startKubeStateMetrics(ksmBinary, identity, port);
     const k = ksm;
     prometheus = await startPrometheus({ scrape: [{ job: KSM_JOB, target: `127.0.0.1:${port}` }], rules: dump(ruleFile(alerts({ resyncSeconds: SHIPPED_RESYNC_SECONDS, notAppliedAfter: SHORT_FOR }), { forOverride: SHORT_FOR })), intervalSeconds: 1 });
     const p = prometheus;

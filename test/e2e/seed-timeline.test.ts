@@ -1,3 +1,4 @@
+import { ksmIdentity, startKubeStateMetrics } from '../support/kube-state-metrics.js';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -15,16 +16,14 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { ensureGoTool } from '../../tools/go-tools.mjs';
 import type { LogLine } from '../../tools/harness/function-process.js';
 import { repoPath } from '../../tools/harness/repo-root.js';
-import { serviceAccountIdentity } from '../../tools/harness/service-account-identity.js';
 import { CONDITION_APPLIED, CONDITION_LB_AVAILABLE, KSM_JOB, seconds } from '../../tools/monitoring/alerts.mjs';
-import { MONITORING_DIR, RULE_FILE } from '../../tools/monitoring/files.mjs';
+import { RULE_FILE } from '../../tools/monitoring/files.mjs';
 import { SHIPPED_RESYNC_SECONDS } from '../../tools/monitoring/shipped-alerts.mjs';
 import { adminConfig, useNamespace } from '../support/cluster.js';
-import { deleteAfterTest } from '../support/cluster-scoped.js';
 import type { ProxiedRequest } from '../support/cluster-dns-proxy.js';
 import { useEventPaths } from '../support/event-path.js';
 import { APPLIED, LB_AVAILABLE, condition, configurationSpec, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from '../support/fixtures.js';
-import { startGoProcess, tail, type GoProcess } from '../support/go-process.js';
+import { tail, type GoProcess } from '../support/go-process.js';
 import { freezeDeployments } from '../support/policies.js';
 import { startPrometheus, type PrometheusProcess } from '../support/telemetry-backends.js';
 
@@ -86,9 +85,6 @@ import { startPrometheus, type PrometheusProcess } from '../support/telemetry-ba
 // promtool files in their temporary directory.
 
 const SHIPPED = 'infra';
-const KSM_SERVICE_ACCOUNT = 'meridio-2-kube-state-metrics';
-const KSM_RBAC_FILE = `${MONITORING_DIR}/kube-state-metrics-rbac.yaml`;
-const KSM_CONFIG = `${MONITORING_DIR}/custom-resource-state.yaml`;
 const NOT_APPLIED = 'MeridioGatewayConfigurationNotApplied';
 /** The scaled resync period of the recording (the shipped one is SHIPPED_RESYNC_SECONDS). */
 const PING_PERIOD_S = 90;
@@ -385,18 +381,9 @@ describe('the seed timeline: recorded on the real data plane, replayed against t
     const plane = paths.eventing();
 
     // kube-state-metrics as its shipped identity, with the shipped configuration; Prometheus scrapes it every second.
-    const identity = await serviceAccountIdentity(adminConfig(), { namespace: ns(), serviceAccount: KSM_SERVICE_ACCOUNT, rbacFile: KSM_RBAC_FILE, probeBy: 'list' });
-    deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
-    const [port, telemetryPort] = [await freePort(), await freePort()];
-    ksm = startGoProcess('kube-state-metrics', ksmBinary, [
-      `--kubeconfig=${identity.kubeconfig}`,
-      '--host=127.0.0.1',
-      `--port=${port}`,
-      '--telemetry-host=127.0.0.1',
-      `--telemetry-port=${telemetryPort}`,
-      '--custom-resource-state-only=true',
-      `--custom-resource-state-config-file=${repoPath(KSM_CONFIG)}`,
-    ], {});
+    const identity = await ksmIdentity(ns());
+    const port = await freePort();
+    ksm = await startKubeStateMetrics(ksmBinary, identity, port);
     const k = ksm;
     prometheus = await startPrometheus({ scrape: [{ job: KSM_JOB, target: `127.0.0.1:${port}` }], intervalSeconds: 1 });
     const p = prometheus;
