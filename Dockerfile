@@ -63,10 +63,13 @@ COPY infra/templates ./infra/templates
 # The "node" user of the base image, by number so that the kubelet can
 # verify runAsNonRoot; the root filesystem may be mounted read-only.
 USER 1000:1000
-# Smoke test: the snapshot starts with this Node and becomes ready.
-RUN PORT=8080 node --snapshot-blob dist/function.blob & pid=$!; \
+# Smoke test: the snapshot starts with this Node and becomes ready. A start
+# needs a kubeconfig (none at all is refused); this one is never used, as
+# nothing is reconciled, and is gone with the step.
+RUN printf 'apiVersion: v1\nkind: Config\ncurrent-context: smoke\nclusters: [{name: smoke, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: smoke, user: {}}]\ncontexts: [{name: smoke, context: {cluster: smoke, user: smoke}}]\n' > /tmp/smoke-kubeconfig; \
+    KUBECONFIG=/tmp/smoke-kubeconfig PORT=8080 node --snapshot-blob dist/function.blob & pid=$!; \
     ok=1; for i in $(seq 100); do node -e "fetch('http://127.0.0.1:8080/readyz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" && ok=0 && break; sleep 0.1; done; \
-    kill -TERM "$pid"; wait "$pid"; exit $ok
+    kill -TERM "$pid"; wait "$pid"; rm -f /tmp/smoke-kubeconfig; exit $ok
 EXPOSE 8080
 # Exactly what the bench's "shipped" variant runs (tools/bundle/shipped.mts).
 CMD ["node", "--snapshot-blob", "dist/function.blob"]
