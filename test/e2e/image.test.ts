@@ -50,7 +50,7 @@ afterAll(async () => {
 describe('the controller image', () => {
   it('is built from the Dockerfile with every step run, its own smoke test included', async () => {
     const out = image().output;
-    const smokeStep = out.search(/STEP \d+\/\d+: RUN PORT=8080 node --snapshot-blob dist\/function\.blob &/);
+    const smokeStep = out.search(/STEP \d+\/\d+: RUN printf [^\n]*> \/tmp\/smoke-kubeconfig;\s+KUBECONFIG=\/tmp\/smoke-kubeconfig PORT=8080 node --snapshot-blob dist\/function\.blob &/);
     expect(smokeStep).toBeGreaterThan(0);
     // The smoke test's server logged that it listens on 8080, and the build went on past it.
     const after = out.slice(smokeStep);
