@@ -3,7 +3,8 @@ import type { GatewayKey } from '../../api/gateway-key.js';
 import { DeploymentSchema, GatewayClassSchema, GatewaySchema, type Gateway, type GatewayClass } from '../../api/schemas.js';
 import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
 import type { RolloutCensus } from '../reconcile/plan/plan-types.js';
-import { nextInLine, rolloutState } from '../reconcile/plan/rollout-budget.js';
+import { nextInLine, rolloutState, slotOf } from '../reconcile/plan/rollout-budget.js';
+import { indexValueOf, ROLLING, rolloutIndexKey } from '../reconcile/plan/rollout-index.js';
 import { hintOf } from '../reconcile/plan/gateway-reads.js';
 import { classesDefaultingTo, gatewaysDefaultedBy } from './class-defaults.js';
 import {
@@ -83,11 +84,23 @@ function leavingGateway(incoming: ApiServerIncoming, scope: DispatchScope): bool
   return gateway?.success === true && gateway.data.metadata.deletionTimestamp !== undefined;
 }
 
-/** An LB Deployment of ours whose rollout is over, under a rollout budget: its event may free a slot. */
+/**
+ * An LB Deployment of ours whose rollout is over and whose rollout index
+ * still says `rolling`, under a rollout budget: its event frees a slot. Its
+ * owner's reconcile (the event's own target) takes the label back, so the
+ * Deployment's later events, and those of settled Deployments that held no
+ * slot, read no census: one census per rollout settled, not one per status
+ * event.
+ */
 function settledLbRollout(object: unknown, scope: DispatchScope): boolean {
   if (!budgetOn(scope)) return false;
   const deployment = DeploymentSchema.safeParse(object);
-  return deployment.success && isLbDeployment(deployment.data) && rolloutState(deployment.data) === 'settled';
+  return (
+    deployment.success &&
+    isLbDeployment(deployment.data) &&
+    indexValueOf(deployment.data, rolloutIndexKey(scope.controllerName)) === ROLLING &&
+    slotOf(rolloutState(deployment.data)) === null
+  );
 }
 
 function isLbDeployment(object: unknown): boolean {
@@ -100,10 +113,10 @@ function keyFromRef(ref: string): GatewayKey {
   return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
 }
 
-/** With the census read: the first Gateways in line, one per free slot. */
-function nextOf(lists: EventLists, scope: DispatchScope): GatewayKey[] {
+/** With the census read: the first Gateways in line, one per free slot (`gone`: a deleted Gateway, whose Deployment waits for the garbage collector). */
+function nextOf(lists: EventLists, scope: DispatchScope, gone?: string): GatewayKey[] {
   if (!lists.census || !scope.rollout) return [];
-  return nextInLine(scope.rollout.budget, lists.census, scope.rollout.templateHash, scope.controllerName).map(keyFromRef);
+  return nextInLine(scope.rollout.budget, lists.census, scope.rollout.templateHash, scope.controllerName, gone).map(keyFromRef);
 }
 
 /** What an API event affects. */
@@ -153,7 +166,7 @@ export function dispatch(incoming: ApiServerIncoming, lists: EventLists, scope: 
     case 'Gateway': {
       // Resource mode carries the Gateway itself.
       const gateway = object ? GatewaySchema.safeParse(object) : undefined;
-      return { targets: targets(scope, [{ namespace: ns, name: resource.name }, ...nextOf(lists, scope)], gateway?.success ? [gateway.data] : []), classes: [] };
+      return { targets: targets(scope, [{ namespace: ns, name: resource.name }, ...nextOf(lists, scope, `${ns}/${resource.name}`)], gateway?.success ? [gateway.data] : []), classes: [] };
     }
     case 'Deployment': {
       // A rollout that settled, or a Deployment deleted, frees a slot: the

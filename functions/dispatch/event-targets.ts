@@ -25,7 +25,7 @@ async function readList(api: KubeApi, scope: DispatchScope, incoming: ApiServerI
     case 'served':
       return { served: await gatewaysIn(api, scope) };
     case 'census':
-      return { census: await readRolloutCensus(api, scope.namespaces) };
+      return { census: await readRolloutCensus(api, { namespaces: scope.namespaces, controllerName: scope.controllerName, templateHash: scope.rollout?.templateHash ?? '', budget: scope.rollout?.budget ?? 0 }) };
   }
 }
 

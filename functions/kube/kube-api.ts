@@ -98,6 +98,8 @@ export interface KubeApi {
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
   annotateDeployment(namespace: string, name: string, annotations: Record<string, string>): Promise<void>;
+  /** Merge patch of metadata.labels only (null removes a label), unconditional: the rollout index (reconcile/plan/rollout-index.ts). */
+  labelDeployment(namespace: string, name: string, labels: Record<string, string | null>): Promise<void>;
   /** The LB Deployment's PodDisruptionBudget (LB_PDB_MAX_UNAVAILABLE); update carries its resourceVersion (409 on a concurrent write). */
   getPodDisruptionBudget(namespace: string, name: string): Promise<PodDisruptionBudget | null>;
   createPodDisruptionBudget(namespace: string, body: PodDisruptionBudget): Promise<PodDisruptionBudget>;
@@ -198,6 +200,12 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     annotateDeployment: async (namespace, name, annotations) => {
       await api.patchNamespacedCustomObject(
         { ...DEPLOYMENTS, namespace, name, body: { metadata: { annotations } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
+    labelDeployment: async (namespace, name, labels) => {
+      await api.patchNamespacedCustomObject(
+        { ...DEPLOYMENTS, namespace, name, body: { metadata: { labels } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     },

@@ -11,7 +11,7 @@ import { pdbAction, pdbEvent } from './plan/render-pdb.js';
 import type { Deployment } from '../../api/schemas.js';
 import { recordEvent, recordEventOnce } from './record-event.js';
 import { planRouteFeedback } from './plan/route-feedback.js';
-import { readRolloutCensus } from './rollout-census.js';
+import { readRolloutCensus, type CensusScope } from './rollout-census.js';
 import type { Template } from './template.js';
 import { nextInLine } from './plan/rollout-budget.js';
 import type { GatewayKey } from '../../api/gateway-key.js';
@@ -102,7 +102,7 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
   let first = plan(observed, input, conditionTime(now));
   if (first.outcome === 'needs-reads') {
     // The planner asked: a pod-template change the rollout budget must judge.
-    const census = await readRolloutCensus(deps.api, deps.namespaces ?? []);
+    const census = await readRolloutCensus(deps.api, censusScope(deps));
     first = plan({ ...observed, rollouts: census }, input, conditionTime(now));
     if (first.outcome === 'needs-reads') throw new Error('the planner asked for the rollout census twice');
   }
@@ -128,6 +128,16 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
     settled = first;
   }
   result.outcome = settled.outcome;
+  if (settled.deployment.action === 'record-index') {
+    // Before the status and the wake: a Gateway leaving the line is out of
+    // the census that wakes the next. Best effort: the next reconcile (or
+    // the resync) patches it again.
+    try {
+      await deps.api.labelDeployment(key.namespace, settled.deployment.name, settled.deployment.labels);
+    } catch (err) {
+      if (!classifyError(err)) throw err;
+    }
+  }
   if (settled.outcome === 'not-found') {
     await recordRouteFeedback(observed, deps, now, result);
     return;
@@ -192,7 +202,7 @@ async function whoIsNext(deps: ReconcileDeps, key: GatewayKey): Promise<GatewayK
   const budget = deps.settings.rolloutBudget ?? 0;
   if (budget <= 0) return [];
   try {
-    const census = await readRolloutCensus(deps.api, deps.namespaces ?? []);
+    const census = await readRolloutCensus(deps.api, censusScope(deps));
     return nextInLine(budget, census, deps.template.hash, deps.settings.controllerName, `${key.namespace}/${key.name}`).map((ref) => {
       const slash = ref.indexOf('/');
       return { namespace: ref.slice(0, slash), name: ref.slice(slash + 1) };
@@ -201,6 +211,10 @@ async function whoIsNext(deps: ReconcileDeps, key: GatewayKey): Promise<GatewayK
     if (!classifyError(err)) throw err;
     return [];
   }
+}
+
+function censusScope(deps: ReconcileDeps): CensusScope {
+  return { namespaces: deps.namespaces ?? [], controllerName: deps.settings.controllerName, templateHash: deps.template.hash, budget: deps.settings.rolloutBudget ?? 0 };
 }
 
 /** Warnings on the routes that name this key and do not attach (route-feedback.ts); each said once. */

@@ -1,65 +1,74 @@
-// The reads the rollout budget decides from (plan/rollout-budget.ts): every LB
-// Deployment (by the managed-by label, which Meridio-2's controller and other
-// installs of this one share) and every Gateway, in the watched namespaces,
-// and the GatewayClasses, which say which Gateways, and so which
-// Deployments, are this controller's (CONTROLLER_NAME): the budget counts
-// those only, so two installs with different controller names never share
-// one. Made only when the planner asks (a pod-template change with
-// LB_ROLLOUT_BUDGET set), and by dispatch to wake the next in line: two
-// lists per watched namespace and one of the classes, paged. What is kept
-// of each object is what the budget reads, so a census of thousands stays
-// small.
-import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../../api/names.js';
-import type { Deployment, Gateway, GatewayClass } from '../../api/schemas.js';
-import type { KubeApi, Listed, ListedResource } from '../kube/kube-api.js';
+// The reads the rollout budget decides from (plan/rollout-budget.ts): the LB
+// Deployments that this controller's rollout index (plan/rollout-index.ts)
+// labels `rolling` (every page: at most the budget's holders and the few
+// whose settled rollout's label is not yet taken back), then the head of the
+// line: the first Deployments in key order whose label puts them in line,
+// one page of just enough (lineHeadLength) for every verdict and wake. So a
+// census is two small lists per watched namespace whatever the number of
+// Gateways, and the Deployments of another controller (another label key)
+// are never read. Made only when the planner asks (a pod-template change
+// with LB_ROLLOUT_BUDGET set), and by dispatch to wake the next in line.
+// What is kept of each object is what the budget reads.
+import type { Deployment } from '../../api/schemas.js';
+import type { KubeApi } from '../kube/kube-api.js';
 import { forEachPage } from '../kube/list-pages.js';
 import type { RolloutCensus } from './plan/plan-types.js';
-
-const SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+import { lineHeadLength } from './plan/rollout-budget.js';
+import { holderSelector, lineSelector, rolloutIndexKey } from './plan/rollout-index.js';
 
 function slimDeployment(d: Deployment): Deployment {
-  const { name, namespace, generation, annotations, ownerReferences } = d.metadata;
+  const { name, namespace, generation, labels, annotations, ownerReferences, deletionTimestamp } = d.metadata;
   return {
     ...d,
-    metadata: { name, ...(namespace !== undefined && { namespace }), ...(generation !== undefined && { generation }), ...(annotations && { annotations }), ...(ownerReferences && { ownerReferences }) },
+    metadata: {
+      name,
+      ...(namespace !== undefined && { namespace }),
+      ...(generation !== undefined && { generation }),
+      ...(labels && { labels }),
+      ...(annotations && { annotations }),
+      ...(ownerReferences && { ownerReferences }),
+      ...(deletionTimestamp !== undefined && { deletionTimestamp }),
+    },
     spec: { replicas: d.spec.replicas, template: { metadata: {}, spec: { containers: [] } } },
   } as Deployment;
 }
 
-function slimGateway(g: Gateway): Gateway {
-  const { name, namespace, uid, deletionTimestamp } = g.metadata;
-  return {
-    apiVersion: g.apiVersion,
-    kind: g.kind,
-    metadata: { name, ...(namespace !== undefined && { namespace }), ...(uid !== undefined && { uid }), ...(deletionTimestamp !== undefined && { deletionTimestamp }) },
-    spec: { gatewayClassName: g.spec.gatewayClassName, listeners: [] },
-    status: { conditions: g.status?.conditions ?? [] },
-  } as Gateway;
+export interface CensusScope {
+  /** The watched namespaces (empty: all). */
+  namespaces: readonly string[];
+  controllerName: string;
+  templateHash: string;
+  budget: number;
 }
 
-function slimClass(c: GatewayClass): GatewayClass {
-  return { apiVersion: c.apiVersion, kind: c.kind, metadata: { name: c.metadata.name }, spec: { controllerName: c.spec.controllerName } } as GatewayClass;
-}
+const scopes = (namespaces: readonly string[]): (string | undefined)[] => (namespaces.length === 0 ? [undefined] : [...namespaces]);
 
-async function listIn<R extends ListedResource, T>(api: KubeApi, resource: R, namespaces: readonly string[], slim: (item: Listed[R]) => T, labelSelector?: string): Promise<{ items: T[]; requests: number }> {
-  const items: T[] = [];
+export async function readRolloutCensus(api: KubeApi, scope: CensusScope): Promise<RolloutCensus & { requests: number }> {
+  const key = rolloutIndexKey(scope.controllerName);
+  const deployments: Deployment[] = [];
   let requests = 0;
-  for (const namespace of namespaces.length === 0 ? [undefined] : namespaces) {
-    requests += await forEachPage(
-      (limit, token) => api.listPage(resource, { limit, ...(namespace !== undefined && { namespace }), ...(labelSelector !== undefined && { labelSelector }), ...(token !== undefined && { continue: token }) }),
-      (page) => {
-        for (const item of page) items.push(slim(item));
-      },
-    );
+  const holders = await Promise.all(
+    scopes(scope.namespaces).map(async (namespace) => {
+      const items: Deployment[] = [];
+      const n = await forEachPage(
+        (limit, token) => api.listPage('deployments', { limit, labelSelector: holderSelector(key), ...(namespace !== undefined && { namespace }), ...(token !== undefined && { continue: token }) }),
+        (page) => {
+          for (const d of page) items.push(slimDeployment(d));
+        },
+      );
+      return { items, n };
+    }),
+  );
+  for (const h of holders) {
+    deployments.push(...h.items);
+    requests += h.n;
   }
-  return { items, requests };
-}
-
-export async function readRolloutCensus(api: KubeApi, namespaces: readonly string[]): Promise<RolloutCensus & { requests: number }> {
-  const [deployments, gateways, classes] = await Promise.all([
-    listIn(api, 'deployments', namespaces, slimDeployment, SELECTOR),
-    listIn(api, 'gateways', namespaces, slimGateway),
-    listIn(api, 'gatewayclasses', [], slimClass),
-  ]);
-  return { deployments: deployments.items, gateways: gateways.items, classes: classes.items, requests: deployments.requests + gateways.requests + classes.requests };
+  // One page of the line per namespace: its head, in key order.
+  const limit = lineHeadLength(scope.budget, deployments.length);
+  const heads = await Promise.all(scopes(scope.namespaces).map((namespace) => api.listPage('deployments', { limit, labelSelector: lineSelector(key, scope.templateHash), ...(namespace !== undefined && { namespace }) })));
+  for (const page of heads) {
+    requests++;
+    for (const d of page.items) deployments.push(slimDeployment(d));
+  }
+  return { deployments, requests };
 }

@@ -3,6 +3,7 @@
 // GatewayClasses it affects. One case per kind of the watched-resources
 // table, in Resource mode (the object in the event) and in Reference mode
 // (only its name). Expected keys are spelled out.
+import { ROLLING, rolloutIndexKey, templateValue } from '../../functions/reconcile/plan/rollout-index.js';
 import { parseIncoming, type Incoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { WATCHED_KINDS, WATCHED_RESOURCES, type WatchedKind } from '../../api/watched-resources.js';
@@ -62,7 +63,7 @@ function route(incoming: ApiServerIncoming, world: { classes: GatewayClass[]; ga
       if (name === 'classes') lists = { ...lists, classes: world.classes };
       if (name === 'local') lists = { ...lists, local: world.gateways.filter((g) => g.metadata.namespace === incoming.resource.namespace) };
       if (name === 'served') lists = { ...lists, served: world.gateways.filter((g) => scope.namespaces.length === 0 || scope.namespaces.includes(g.metadata.namespace ?? '')) };
-      if (name === 'census') lists = { ...lists, census: { gateways: world.gateways, deployments: world.deployments ?? [], classes: world.classes } };
+      if (name === 'census') lists = { ...lists, census: { deployments: world.deployments ?? [] } };
     }
   }
   const affected = dispatch(incoming, lists, scope);
@@ -141,12 +142,13 @@ describe('routing an API event, for every watched kind', () => {
 });
 
 describe('a settled LB rollout under the rollout budget', () => {
-  const lbObject = (gw: string, o: { hash: string; generation?: number }) => ({
+  // The rollout index label as this controller's reconciles leave it: `rolling` from the rollout write until the owner's reconcile sees it settled, the template's digest after.
+  const lbObject = (gw: string, o: { hash: string; generation?: number; index?: string; controller?: string }) => ({
     metadata: {
       name: `sllbr-${gw}`,
       namespace: 'a',
       generation: o.generation ?? 1,
-      labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE },
+      labels: { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, [rolloutIndexKey(o.controller ?? CONTROLLER)]: o.index ?? templateValue(o.hash) },
       annotations: { [APPLIED_CONFIGURATION_NAME]: 'c', [APPLIED_CONFIGURATION_UID]: 'u', [APPLIED_CONFIGURATION_GENERATION]: '1', [APPLIED_GATEWAY_GENERATION]: '1', [TEMPLATE_HASH]: o.hash },
       ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gw, uid: `u-${gw}`, controller: true }],
     },
@@ -157,16 +159,22 @@ describe('a settled LB rollout under the rollout budget', () => {
   const world = {
     classes: WORLD.classes,
     gateways: ['g1', 'g2', 'g3'].map((n) => accepted(gateway('a', n))),
-    deployments: [lbObject('g1', { hash: 'new' }), lbObject('g2', { hash: 'old' }), lbObject('g3', { hash: 'old' })].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })),
+    deployments: [lbObject('g1', { hash: 'new', index: ROLLING }), lbObject('g2', { hash: 'old' }), lbObject('g3', { hash: 'old' })].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })),
   };
   const budgeted: DispatchScope = { ...SCOPE, rollout: { budget: 1, templateHash: 'new' } };
 
   it('wakes the owner and the first Gateway in line, from one census', () => {
-    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), world, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new', index: ROLLING })), world, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+  });
+
+  it('once the owner took the rolling label back, its later status events (and any settled Deployment that held no slot) read no census', () => {
+    const later = { ...world, deployments: [lbObject('g1', { hash: 'new' }), ...world.deployments.slice(1)].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })) };
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), later, budgeted)).toMatchObject({ asked: [], keys: ['a/g1'] });
+    expect(route(resourceEvent('Deployment', lbObject('g2', { hash: 'old' })), later, budgeted)).toMatchObject({ asked: [], keys: ['a/g2'] });
   });
 
   it('a Gateway deleted (or being deleted) leaves the line: its event wakes the next, from one census', () => {
-    const rolling = { ...world, deployments: [lbObject('g1', { hash: 'new', generation: 2 }), ...world.deployments.slice(1)].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })) };
+    const rolling = { ...world, deployments: [lbObject('g1', { hash: 'new', generation: 2, index: ROLLING }), ...world.deployments.slice(1)].map((d) => DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...d })) };
     // g1 rolls and holds the slot; g1 is deleted: its Deployment, left for the garbage collector, holds it no more.
     const gone = { ...rolling, gateways: rolling.gateways.slice(1) };
     expect(route(resourceEvent('Gateway', gateway('a', 'g1'), 'delete'), gone, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
@@ -191,14 +199,18 @@ describe('a settled LB rollout under the rollout budget', () => {
     const mixed = {
       classes: [...world.classes, theirs],
       gateways: [accepted(gateway('a', 'g0', { className: 'theirs' })), ...world.gateways],
-      deployments: [DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...lbObject('g0', { hash: 'old', generation: 2 }) }), ...world.deployments],
+      deployments: [
+        DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...lbObject('g0', { hash: 'old', generation: 2, index: ROLLING, controller: 'example.com/other' }) }),
+        DeploymentSchema.parse({ apiVersion: 'apps/v1', kind: 'Deployment', ...lbObject('g00', { hash: 'old', controller: 'example.com/other' }) }),
+        ...world.deployments,
+      ],
     };
-    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), mixed, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new', index: ROLLING })), mixed, budgeted)).toMatchObject({ asked: [['census']], keys: ['a/g1', 'a/g2'] });
   });
 
   it('reads nothing more while the rollout is in progress, or without a budget', () => {
-    expect(route(resourceEvent('Deployment', { ...lbObject('g1', { hash: 'new', generation: 2 }), status: { observedGeneration: 1 } }), world, budgeted)).toMatchObject({ asked: [], keys: ['a/g1'] });
-    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new' })), world)).toMatchObject({ asked: [], keys: ['a/g1'] });
+    expect(route(resourceEvent('Deployment', { ...lbObject('g1', { hash: 'new', generation: 2, index: ROLLING }), status: { observedGeneration: 1 } }), world, budgeted)).toMatchObject({ asked: [], keys: ['a/g1'] });
+    expect(route(resourceEvent('Deployment', lbObject('g1', { hash: 'new', index: ROLLING })), world)).toMatchObject({ asked: [], keys: ['a/g1'] });
   });
 });
 

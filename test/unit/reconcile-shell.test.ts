@@ -60,6 +60,9 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null; con
     annotateDeployment: async () => {
       throw new Error('not expected in this scenario');
     },
+    labelDeployment: async () => {
+      throw new Error('not expected in this scenario');
+    },
     getPodDisruptionBudget: async () => {
       throw new Error('not expected in this scenario');
     },

@@ -166,10 +166,20 @@ export interface AdmissionRecord {
   annotations: Record<string, string>;
 }
 
+/**
+ * The rollout index label of the Deployment to set (a value) or remove
+ * (null): a metadata-only merge patch, no rollout (rollout-index.ts).
+ */
+export interface IndexRecord {
+  action: 'record-index';
+  name: string;
+  labels: Record<string, string | null>;
+}
+
 /** Nothing (more) to write to the Deployment: status and Events are decided. */
 export interface SettledPlan {
   outcome: SettledOutcome;
-  deployment: { action: 'none' } | AdmissionRecord;
+  deployment: { action: 'none' } | AdmissionRecord | IndexRecord;
   // The desired full Gateway status; null: do not write status.
   status: GatewayStatusPlan | null;
   // Versus gateway.status: conditions ignoring lastTransitionTime, addresses and listeners.
@@ -203,14 +213,13 @@ export type Plan = SettledPlan | WritePlan;
 export type Planned = Plan | ReadsPlan;
 
 /**
- * What the budget is decided from: every LB Deployment and Gateway in scope,
- * and the GatewayClasses, which say which Gateways (and so which
- * Deployments) are this controller's.
+ * What the budget is decided from: the LB Deployments this controller's
+ * rollout index labels as possible slot holders, and the head of the line
+ * (rollout-index.ts, rollout-census.ts). Any other Deployment in it is
+ * ignored.
  */
 export interface RolloutCensus {
   deployments: Deployment[];
-  gateways: Gateway[];
-  classes: GatewayClass[];
 }
 
 /**

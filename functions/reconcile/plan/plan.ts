@@ -11,7 +11,7 @@ import { admissionChange } from './admission-record.js';
 import { deploymentAction } from './deployment-action.js';
 import { gatewayFacts, untouched } from './gateway-facts.js';
 import { planNotOurs } from './not-ours.js';
-import type { GatewayFacts, Observed, PendingStatus, Planned, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
+import type { DeploymentWrite, GatewayFacts, Observed, PendingStatus, Planned, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
 import { collisionEvent, invalidEvents, newVerdict, writeEvents } from './planned-events.js';
 import { isControlledBy, renderDeployment } from './render-deployment.js';
 import { changesPodTemplate, holdsSlot, rolloutBudget, wasInLine } from './rollout-budget.js';
@@ -19,29 +19,64 @@ import { renderedProblem } from './rendered-checks.js';
 import { settledPlan } from './settled-plan.js';
 import { acceptedConditions, collisionConditions, invalidConditions } from './status-decisions.js';
 import { validateParameters } from './validate-configuration.js';
-import type { Gateway, GatewayConfiguration } from '../../../api/schemas.js';
+import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
+import { desiredIndex, indexRecord, indexValueOf, rolloutIndexKey, withIndex } from './rollout-index.js';
 
 export function plan(observed: Observed, input: PlanInput, now: string): Planned {
   const { gateway } = observed;
   // Deleted, or being deleted: the garbage collector removes the Deployment.
   // (Dispatch wakes the next in line on its event: dispatch.ts.)
-  if (gateway === null || gateway.metadata.deletionTimestamp !== undefined) return untouched('not-found');
+  if (gateway === null) return untouched('not-found');
+  if (gateway.metadata.deletionTimestamp !== undefined) return withoutIndex(untouched('not-found'), ours(observed, gateway), input);
   const inLine = budgetOn(input) && wasInLine(gateway, ours(observed, gateway), { templateHash: input.template.hash, configuration: observed.gatewayConfiguration }, input.settings.controllerName);
   if (!classIsOurs(observed, input, gateway)) {
     // Out of our line, and its Deployment no longer holds a slot of ours.
-    const notOurs = planNotOurs(gateway, input.settings.controllerName, now);
+    const notOurs = withoutIndex(planNotOurs(gateway, input.settings.controllerName, now), ours(observed, gateway), input);
     return notOurs.statusChanged && budgetOn(input) && (inLine || holdsSlot(ours(observed, gateway))) ? { ...notOurs, wakeNext: true } : notOurs;
   }
 
   const facts = gatewayFacts(observed, input, now, gateway);
   const validation = validateParameters(gateway, observed.gatewayConfiguration, input.template.deployment, observed.gatewayClass);
   // Not accepted, or its Deployment someone else's: out of the line.
-  if (!validation.ok) return leavesLine(planInvalid(facts, validation.message), inLine);
+  if (!validation.ok) return leavesLine(withoutIndex(planInvalid(facts, validation.message), facts.ours, input), inLine);
   if (facts.live !== null && facts.ours === null) return leavesLine(planCollision(facts, validation.configuration), inLine);
   return planAccepted(facts, validation.configuration, inLine);
 }
 
 const budgetOn = (input: PlanInput): boolean => (input.settings.rolloutBudget ?? 0) > 0;
+
+/**
+ * Our rollout index label taken off the Deployment of a Gateway that is not
+ * (or no longer) in our budget's reckoning: another class, invalid, being
+ * deleted. This is what takes it out of the line and its slot at once.
+ */
+function withoutIndex(settled: SettledPlan, deployment: Deployment | null, input: PlanInput): SettledPlan {
+  if (deployment === null || settled.deployment.action !== 'none') return settled;
+  const record = indexRecord(deployment, rolloutIndexKey(input.settings.controllerName), null);
+  return record === null ? settled : { ...settled, deployment: record };
+}
+
+/** The rollout index label a Deployment of an accepted Gateway of ours should carry (rollout-index.ts); none without a budget. */
+function indexFor(d: Deployment, input: PlanInput, o: { startsRollout: boolean; holdsSlot: boolean; queued: boolean }): string | null {
+  return budgetOn(input) ? desiredIndex(d, { ...o, key: rolloutIndexKey(input.settings.controllerName), templateHash: input.template.hash }) : null;
+}
+
+/** The write with the index label it should carry. */
+function indexedWrite(write: DeploymentWrite, facts: GatewayFacts): DeploymentWrite {
+  const { input } = facts;
+  const key = rolloutIndexKey(input.settings.controllerName);
+  const startsRollout = write.action === 'create' || (facts.ours !== null && changesPodTemplate(facts.ours, write.object));
+  const value = indexFor(write.object, input, { startsRollout, holdsSlot: holdsSlot(facts.ours), queued: false });
+  return (indexValueOf(write.object, key) ?? null) === value ? write : { ...write, object: withIndex(write.object, key, value) };
+}
+
+/** The index patch a Deployment needs when nothing else is written to it. */
+function indexAction(facts: GatewayFacts, queued: boolean): SettledPlan['deployment'] {
+  const live = facts.ours;
+  if (live === null) return { action: 'none' };
+  const value = indexFor(live, facts.input, { startsRollout: false, holdsSlot: holdsSlot(live), queued });
+  return indexRecord(live, rolloutIndexKey(facts.input.settings.controllerName), value) ?? { action: 'none' };
+}
 
 const ours = (observed: Observed, gateway: Gateway) => (observed.deployment !== null && isControlledBy(observed.deployment, gateway) ? observed.deployment : null);
 
@@ -116,16 +151,16 @@ function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration, 
   };
   const write = deploymentAction(facts, pending.rendered, pending.current, pending.enforceReplicas);
   // In sync: a Gateway queued for a change that is no longer due leaves the line.
-  if (write === null) return leavesLine(acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null }), inLine);
+  if (write === null) return leavesLine(acceptedPlan(pending, indexAction(facts, false), { failure: undefined, written: false, admittedPaths: null }), inLine);
   const budget = input.settings.rolloutBudget ?? 0;
   // Creates and changes that leave the pod template alone never wait.
   if (budget > 0 && write.action === 'update' && facts.ours !== null && changesPodTemplate(facts.ours, write.object)) {
     const census = facts.observed.rollouts;
     if (census === undefined) return { outcome: 'needs-reads', reads: 'rollout-census' };
     const verdict = rolloutBudget(gateway, budget, census, { templateHash: input.template.hash, configuration }, input.settings.controllerName);
-    if (!verdict.go) return acceptedPlan(pending, { action: 'none' }, { failure: undefined, written: false, admittedPaths: null, queued: { ...verdict, budget } });
+    if (!verdict.go) return acceptedPlan(pending, indexAction(facts, true), { failure: undefined, written: false, admittedPaths: null, queued: { ...verdict, budget } });
   }
-  return { outcome: 'needs-write', deployment: write, pending };
+  return { outcome: 'needs-write', deployment: indexedWrite(write, facts), pending };
 }
 
 function acceptedPlan(pending: PendingStatus, action: SettledPlan['deployment'], write: Parameters<typeof acceptedConditions>[1] & { written: boolean; admittedPaths: string[] | null }): SettledPlan {

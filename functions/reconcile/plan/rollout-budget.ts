@@ -12,6 +12,8 @@ import { readAppliedState } from './applied-annotations.js';
 import type { BudgetVerdict, RolloutCensus, SlotHolder, SlotState } from './plan-types.js';
 import { semanticSubset } from './deployment-diff.js';
 import { acceptedMessage, ROLLOUT_QUEUED } from './status-decisions.js';
+import { deploymentName } from './names.js';
+import { indexValueOf, inLineByIndex, ROLLING, rolloutIndexKey } from './rollout-index.js';
 
 export { ROLLOUT_QUEUED };
 
@@ -63,6 +65,8 @@ export interface CurrentInputs {
 }
 
 const refOf = (o: { metadata: { namespace?: string; name: string } }): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+const textOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The Gateway a Deployment belongs to, by its controller ownerReference. */
 function ownerOf(d: Deployment): { ref: string; uid: string | undefined } | undefined {
@@ -130,43 +134,36 @@ function behind(d: Deployment, current: CurrentInputs): boolean {
 }
 
 /**
- * Who holds the slots, and the waiting line. Only Gateways of this
- * controller count (their class's controllerName), not being deleted, and
- * only the Deployments they control. In line: every such Gateway accepted
- * by us whose Deployment holds no slot and that is queued, or whose
- * Deployment is `behind`. A Gateway that left the class, is being deleted
- * or is no longer accepted is out of the line at once, whatever its
- * Applied condition still says. The line goes in namespace/name order,
- * which every replica computes alike from the same lists, so concurrent
- * reconciles agree on who is next.
+ * Who holds the slots, and the waiting line, from the census: the LB
+ * Deployments this controller's index labels (rollout-index.ts). A
+ * Deployment holds a slot when its label says `rolling` and its status says
+ * it is rolling or stuck (a label not yet taken back from a settled or
+ * degraded one holds none). In line: the Deployments whose label is
+ * `queued` or the digest of another template than the current one, and
+ * that hold no slot. The labels are written only for the Deployments that
+ * accepted Gateways of this controller control, and taken back when a
+ * Gateway leaves the class, turns invalid or is being deleted, so the line
+ * has no one who would never roll. The line goes in the Deployments'
+ * namespace/name order (the order the API server lists them in, so its first
+ * page is the head of the line), which every replica computes alike from the
+ * same lists: concurrent reconciles agree on who is next. `except`: a
+ * Gateway that is gone (its delete event), whose Deployment waits for the
+ * garbage collector.
  */
-function waitingLine(census: RolloutCensus, controllerName: string, isBehind: (d: Deployment) => boolean): { held: (SlotHolder & { owner: string })[]; line: string[] } {
-  const isOurClass = ourClasses(census.classes, controllerName);
-  const served = new Map(census.gateways.filter((g) => servedGateway(g, isOurClass)).map((g) => [refOf(g), g]));
-  const owned = new Map<string, Deployment>();
+function waitingLine(census: RolloutCensus, templateHash: string, controllerName: string, except?: string): { held: (SlotHolder & { owner: string })[]; line: { deployment: string; owner: string }[] } {
+  const key = rolloutIndexKey(controllerName);
   const held: (SlotHolder & { owner: string })[] = [];
-  const holders = new Set<string>();
+  const line: { deployment: string; owner: string }[] = [];
+  const seen = new Set<string>();
   for (const d of census.deployments) {
     const owner = ownerOf(d);
-    const gateway = owner === undefined ? undefined : served.get(owner.ref);
-    if (gateway === undefined || !controlledBy(d, gateway)) continue;
-    owned.set(refOf(gateway), d);
-    const state = slotOf(rolloutState(d));
-    if (state !== null) {
-      held.push({ ref: refOf(d), state, owner: refOf(gateway) });
-      holders.add(refOf(gateway));
-    }
+    if (owner === undefined || owner.ref === except || d.metadata.deletionTimestamp !== undefined || seen.has(refOf(d))) continue;
+    seen.add(refOf(d));
+    const state = indexValueOf(d, key) === ROLLING ? slotOf(rolloutState(d)) : null;
+    if (state !== null) held.push({ ref: refOf(d), state, owner: owner.ref });
+    else if (inLineByIndex(d, key, templateHash)) line.push({ deployment: refOf(d), owner: owner.ref });
   }
-  const line = [...served.values()]
-    .filter((g) => !holders.has(refOf(g)) && acceptedByUs(g, controllerName))
-    .filter((g) => {
-      if (isQueued(g)) return true;
-      const d = owned.get(refOf(g));
-      return d !== undefined && isBehind(d);
-    })
-    .map(refOf)
-    .sort();
-  return { held: held.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0)), line };
+  return { held: held.sort((a, b) => textOrder(a.ref, b.ref)), line: line.sort((a, b) => textOrder(a.deployment, b.deployment)) };
 }
 
 /**
@@ -177,22 +174,26 @@ function waitingLine(census: RolloutCensus, controllerName: string, isBehind: (d
  */
 export function rolloutBudget(self: Gateway, budget: number, census: RolloutCensus, current: CurrentInputs, controllerName: string): BudgetVerdict {
   const me = refOf(self);
-  const { held, line } = waitingLine(census, controllerName, (d) => behind(d, current));
+  const mine = `${self.metadata.namespace ?? ''}/${deploymentName(self.metadata.name)}`;
+  const { held, line } = waitingLine(census, current.templateHash, controllerName);
   const others = held.filter((h) => h.owner !== me).map(({ ref, state }) => ({ ref, state }));
-  const ahead = line.filter((ref) => ref !== me && ref < me);
+  const ahead = line.filter((l) => l.owner !== me && l.deployment < mine).map((l) => l.owner);
   return { go: others.length + ahead.length < budget, held: others, ahead };
 }
 
 /**
  * The Gateways to wake when a slot frees or the line shortens: the first
  * of the line, as many as there are free slots (`except`: the Gateway whose
- * reconcile asks, already handled). Dispatch knows the template but no
- * GatewayConfiguration, so "behind" is the template's alone here; a Gateway
- * behind its configuration was queued by its own reconcile.
+ * reconcile asks, already handled, or the one deleted).
  */
 export function nextInLine(budget: number, census: RolloutCensus, templateHash: string, controllerName: string, except?: string): string[] {
-  const { held, line } = waitingLine(census, controllerName, (d) => behind(d, { templateHash, configuration: null }));
-  return line.filter((ref) => ref !== except).slice(0, Math.max(0, budget - held.length));
+  const { held, line } = waitingLine(census, templateHash, controllerName, except);
+  return line.map((l) => l.owner).slice(0, Math.max(0, budget - held.length));
+}
+
+/** How many of the line's head a census must list so that every verdict and wake it serves is exact: the budget, every holder, and the asking Gateway itself. */
+export function lineHeadLength(budget: number, holders: number): number {
+  return budget + holders + 1;
 }
 
 /**
