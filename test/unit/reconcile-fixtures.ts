@@ -317,6 +317,15 @@ export function invoke(o: Scenario, failure?: WriteFailure): { first: Plan; plan
   } else {
     final = first;
   }
+  // As the shell does: the rollout index patch (a metadata-only merge patch).
+  if (final.deployment.action === 'record-index' && deployment) {
+    const labels: Record<string, string> = { ...deployment.metadata.labels };
+    for (const [k, v] of Object.entries(final.deployment.labels)) {
+      if (v === null) delete labels[k];
+      else labels[k] = v;
+    }
+    deployment = { ...deployment, metadata: { ...deployment.metadata, labels } };
+  }
   const gw = o.gateway && final.statusChanged ? withStatus(o.gateway, final.status) : o.gateway;
   return { first, plan: final, next: { ...o, gateway: gw, deployment } };
 }

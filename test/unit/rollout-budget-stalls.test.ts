@@ -1,19 +1,21 @@
 // The rollout budget's line must move on (issue 40, item 4): who is in line
 // is only a Gateway of this controller that is accepted and behind; one that
 // leaves the class, is being deleted or turns invalid leaves the line at
-// once; a Deployment that lost availability without a pod-template change
-// holds no slot; and only this controller's Deployments are counted. Every
+// once (its reconcile takes the rollout index label off its Deployment, and
+// a census without the label does not see it); a Deployment that lost
+// availability without a pod-template change holds no slot; and only this
+// controller's Deployments are counted (the label's key names it). Every
 // expected key and message is spelled out here, not derived from the
 // implementation.
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, CONDITION_ACCEPTED, CONDITION_APPLIED, TEMPLATE_HASH as TEMPLATE_HASH_KEY } from '../../api/names.js';
 import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
 import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js';
 import { nextInLine, rolloutBudget, rolloutState } from '../../functions/reconcile/plan/rollout-budget.js';
+import { ROLLING as ROLLING_VALUE, rolloutIndexKey, templateValue } from '../../functions/reconcile/plan/rollout-index.js';
 import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayClass, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
 
 const OLD_HASH = 'template-hash-0';
 const OTHER_CONTROLLER = 'example.com/other-controller';
-const CLASSES = [gatewayClass(CONTROLLER, 'meridio'), gatewayClass(OTHER_CONTROLLER, 'other')];
 const CURRENT = { templateHash: TEMPLATE_HASH, configuration: gatewayConfiguration({}, { generation: 3 }) };
 const ACCEPTED_BY_US = `Gateway accepted by ${CONTROLLER}`;
 
@@ -25,7 +27,10 @@ const STUCK = { observedGeneration: 1, replicas: 3, updatedReplicas: 1, availabl
 // node, a crash loop): no pod-template change is in progress.
 const DEGRADED = { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 0, readyReplicas: 0, conditions: [{ type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }] };
 
-function lb(gw: string, o: { hash?: string; status?: Record<string, unknown> } = {}): Deployment {
+/** `index`: the rollout index label (default: `rolling` for a rolling or stuck status, the template's digest otherwise; null: none). */
+function lb(gw: string, o: { hash?: string; status?: Record<string, unknown>; index?: string | null; controller?: string } = {}): Deployment {
+  const status = o.status ?? SETTLED;
+  const index = o.index === undefined ? (status === ROLLING || status === STUCK ? ROLLING_VALUE : templateValue(o.hash ?? TEMPLATE_HASH)) : o.index;
   return DeploymentSchema.parse({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -33,6 +38,7 @@ function lb(gw: string, o: { hash?: string; status?: Record<string, unknown> } =
       name: `sllbr-${gw}`,
       namespace: NS,
       generation: 1,
+      labels: index === null ? {} : { [rolloutIndexKey(o.controller ?? CONTROLLER)]: index },
       ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gw, uid: `uid-${gw}`, controller: true }],
       annotations: {
         [APPLIED_CONFIGURATION_NAME]: 'gc1',
@@ -43,7 +49,7 @@ function lb(gw: string, o: { hash?: string; status?: Record<string, unknown> } =
       },
     },
     spec: { replicas: 2, template: { metadata: {}, spec: { containers: [{ name: 'lb', image: 'lb:1' }] } } },
-    status: o.status ?? SETTLED,
+    status,
   });
 }
 
@@ -74,64 +80,72 @@ function gw(name: string, o: GwOptions = {}): Gateway {
   });
 }
 
-const census = (gateways: Gateway[], deployments: Deployment[]): RolloutCensus => ({ gateways, deployments, classes: CLASSES });
+const census = (deployments: Deployment[]): RolloutCensus => ({ deployments });
+const INDEX_KEY = rolloutIndexKey(CONTROLLER);
+/** The plan takes our label off the Deployment: a metadata-only patch. */
+const takesLabelOff = { action: 'record-index', name: 'sllbr-b', labels: { [INDEX_KEY]: null } };
 const ref = (name: string): string => `${NS}/${name}`;
 
 describe('issue 40 stall 1: a queued Gateway that moves to another controller\'s class', () => {
-  // Budget 1: a rolled (settled now), b queued then moved to class "other", c queued.
-  const moved = census([gw('a'), gw('b', { className: 'other', queued: true }), gw('c', { queued: true })], [lb('a'), lb('b', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })]);
+  // Budget 1: a rolled (settled now), b queued then moved to class "other" (its reconcile took our label off), c queued.
+  const moved = census([lb('a'), lb('b', { hash: OLD_HASH, index: null }), lb('c', { hash: OLD_HASH })]);
 
   it('is not in line: the settled rollout wakes c, and c goes', () => {
     expect(nextInLine(1, moved, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('c')]);
     expect(rolloutBudget(gw('c', { queued: true }), 1, moved, CURRENT, CONTROLLER)).toMatchObject({ go: true, ahead: [] });
+    // Before its reconcile, it was first in line.
+    expect(nextInLine(1, census([lb('a'), lb('b', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })]), TEMPLATE_HASH, CONTROLLER)).toEqual([ref('b')]);
   });
 
-  it('its rolling Deployment no longer holds a slot of ours', () => {
-    const rolling = census([gw('a', { className: 'other' }), gw('c', { queued: true })], [lb('a', { status: ROLLING }), lb('c', { hash: OLD_HASH })]);
+  it('its rolling Deployment, label taken off, no longer holds a slot of ours', () => {
+    const rolling = census([lb('a', { status: ROLLING, index: null }), lb('c', { hash: OLD_HASH })]);
     expect(rolloutBudget(gw('c', { queued: true }), 1, rolling, CURRENT, CONTROLLER)).toMatchObject({ go: true, held: [] });
   });
 
-  it('its reconcile takes back the RolloutQueued we wrote, with the Accepted we wrote', () => {
-    const p = planned(observed({ gateway: gw('b', { className: 'other', queued: true }), gatewayClass: gatewayClass(OTHER_CONTROLLER, 'other'), deployment: lb('b', { hash: OLD_HASH }) }));
+  it('its reconcile takes back the RolloutQueued we wrote, with the Accepted we wrote, and our label off its Deployment', () => {
+    const p = planned(observed({ gateway: gw('b', { className: 'other', queued: true }), gatewayClass: gatewayClass(OTHER_CONTROLLER, 'other'), deployment: lb('b', { hash: OLD_HASH }), settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } }));
     if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
     expect(p.outcome).toBe('not-ours');
     const types = (p.status?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`);
     expect(types).toEqual(['Accepted=Unknown/Pending']);
+    expect(p.deployment).toEqual(takesLabelOff);
   });
 
   it('a RolloutQueued under another controller\'s Accepted is not ours to take back', () => {
     const theirs = gw('b', { className: 'other', queued: true });
     const conditions = (theirs.status?.conditions ?? []).map((c) => (c.type === CONDITION_ACCEPTED ? { ...c, message: `Gateway accepted by ${OTHER_CONTROLLER}` } : c));
     const p = planned(observed({ gateway: { ...theirs, status: { ...theirs.status, conditions } } as Gateway, gatewayClass: gatewayClass(OTHER_CONTROLLER, 'other') }));
-    expect(p).toMatchObject({ outcome: 'not-ours', status: null, statusChanged: false });
+    expect(p).toMatchObject({ outcome: 'not-ours', status: null, statusChanged: false, deployment: { action: 'none' } });
   });
 });
 
 describe('issue 40 stall 2: a queued Gateway being deleted', () => {
-  it('is not in line', () => {
-    const deleting = census([gw('a'), gw('b', { queued: true, deleting: true }), gw('c', { queued: true })], [lb('a'), lb('b', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })]);
-    expect(nextInLine(1, deleting, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('c')]);
-    expect(rolloutBudget(gw('c', { queued: true }), 1, deleting, CURRENT, CONTROLLER).go).toBe(true);
+  it('its reconcile takes our label off its Deployment (rolling or not): out of the line and of the slots', () => {
+    for (const status of [SETTLED, ROLLING]) {
+      const p = planned(observed({ gateway: gw('b', { queued: true, deleting: true }), deployment: lb('b', { hash: OLD_HASH, status }), settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } }));
+      expect(p).toMatchObject({ outcome: 'not-found', deployment: takesLabelOff });
+    }
   });
 
-  it('its rolling Deployment, waiting for the garbage collector, holds no slot', () => {
-    const deleting = census([gw('b', { deleting: true }), gw('c', { queued: true })], [lb('b', { status: ROLLING }), lb('c', { hash: OLD_HASH })]);
+  it('is not in line once it is off', () => {
+    const deleting = census([lb('a'), lb('b', { hash: OLD_HASH, index: null }), lb('c', { hash: OLD_HASH })]);
+    expect(nextInLine(1, deleting, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('c')]);
     expect(rolloutBudget(gw('c', { queued: true }), 1, deleting, CURRENT, CONTROLLER).go).toBe(true);
-    // Gone from the list already: its Deployment has no Gateway of ours.
-    expect(rolloutBudget(gw('c', { queued: true }), 1, census([gw('c', { queued: true })], [lb('b', { status: ROLLING }), lb('c', { hash: OLD_HASH })]), CURRENT, CONTROLLER).go).toBe(true);
   });
 });
 
 describe('issue 40 stall 3: a queued Gateway that turns invalid', () => {
-  it('is not in line, whatever its Applied condition still says', () => {
-    const invalid = census([gw('a'), gw('b', { queued: true, accepted: 'invalid' }), gw('c', { queued: true })], [lb('a'), lb('b', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })]);
+  it('its reconcile takes our label off: not in line, whatever its Applied condition still says', () => {
+    const o = observed({ gateway: gw('b', { queued: true }), deployment: lb('b', { hash: OLD_HASH }), gatewayConfiguration: null, settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } });
+    expect(planned(o)).toMatchObject({ outcome: 'invalid', deployment: takesLabelOff });
+    const invalid = census([lb('a'), lb('b', { hash: OLD_HASH, index: null }), lb('c', { hash: OLD_HASH })]);
     expect(nextInLine(1, invalid, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('c')]);
     expect(rolloutBudget(gw('c', { queued: true }), 1, invalid, CURRENT, CONTROLLER).go).toBe(true);
   });
 
-  it('nor is one whose Accepted was reset (not reconciled as ours since)', () => {
-    const reset = census([gw('b', { queued: true, accepted: 'reset' }), gw('c', { queued: true })], [lb('b', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })]);
-    expect(nextInLine(1, reset, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('c')]);
+  it('a rollout it started keeps its label while it rolls: it still counts', () => {
+    const o = observed({ gateway: gw('b'), deployment: lb('b', { status: ROLLING }), gatewayConfiguration: null, settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } });
+    expect(planned(o)).toMatchObject({ outcome: 'invalid', deployment: { action: 'none' } });
   });
 });
 
@@ -146,25 +160,30 @@ describe('issue 40 stall 4: a Deployment degraded without a pod-template change'
     expect(rolloutState(lb('a', { status: { ...DEGRADED, conditions: [] } }))).toBe('rolling');
   });
 
-  it('holds no slot: the next in line goes', () => {
-    const degraded = census([gw('a'), gw('b', { queued: true })], [lb('a', { status: DEGRADED }), lb('b', { hash: OLD_HASH })]);
+  it('holds no slot, even with the rolling label not yet taken back: the next in line goes', () => {
+    const degraded = census([lb('a', { status: DEGRADED, index: ROLLING_VALUE }), lb('b', { hash: OLD_HASH })]);
     expect(rolloutBudget(gw('b', { queued: true }), 1, degraded, CURRENT, CONTROLLER)).toMatchObject({ go: true, held: [] });
     expect(nextInLine(1, degraded, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('b')]);
+  });
+
+  it('its reconcile turns the rolling label into the template digest (no rollout, a metadata patch)', () => {
+    const o = invoke(invoke(observed({ settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } })).next).next;
+    const live = o.deployment as Deployment;
+    expect(live.metadata.labels?.[INDEX_KEY]).toBe(ROLLING_VALUE);
+    const p = planned({ ...o, deployment: { ...live, status: { ...DEGRADED, observedGeneration: live.metadata.generation } } as Deployment });
+    expect(p).toMatchObject({ outcome: 'in-sync', deployment: { action: 'record-index', labels: { [INDEX_KEY]: templateValue(TEMPLATE_HASH) } } });
   });
 });
 
 describe('issue 40 item 5: the census counts this controller\'s Deployments only', () => {
   it('a rollout of another controller\'s Gateway holds no slot of ours, and its queued Gateways are not in our line', () => {
-    const theirs = census(
-      [gw('x', { className: 'other' }), gw('y', { className: 'other', queued: true }), gw('c', { queued: true })],
-      [lb('x', { status: ROLLING }), lb('y', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })],
-    );
+    const theirs = census([lb('x', { status: ROLLING, controller: OTHER_CONTROLLER }), lb('y', { hash: OLD_HASH, controller: OTHER_CONTROLLER }), lb('c', { hash: OLD_HASH })]);
     expect(rolloutBudget(gw('c', { queued: true }), 1, theirs, CURRENT, CONTROLLER)).toEqual({ go: true, held: [], ahead: [] });
   });
 
-  it('a Deployment whose owner reference names another Gateway of that name (re-created) holds no slot', () => {
-    const recreated = { ...gw('a'), metadata: { ...gw('a').metadata, uid: 'uid-a-new' } } as Gateway;
-    expect(rolloutBudget(gw('c', { queued: true }), 1, census([recreated, gw('c', { queued: true })], [lb('a', { status: ROLLING }), lb('c', { hash: OLD_HASH })]), CURRENT, CONTROLLER).go).toBe(true);
+  it('the label key names the controller', () => {
+    expect(rolloutIndexKey(CONTROLLER)).not.toBe(rolloutIndexKey(OTHER_CONTROLLER));
+    expect(rolloutIndexKey(CONTROLLER)).toMatch(/^meridio-2\.nordix\.org\/rollout-[0-9a-f]{10}$/);
   });
 });
 
@@ -185,13 +204,13 @@ describe('what each slot is held by', () => {
   };
 
   it('the verdict names each holder and its state', () => {
-    const held = census([gw('a'), gw('b'), gw('c', { queued: true })], [lb('a', { status: ROLLING }), lb('b', { status: STUCK }), lb('c', { hash: OLD_HASH })]);
+    const held = census([lb('a', { status: ROLLING }), lb('b', { status: STUCK }), lb('c', { hash: OLD_HASH })]);
     expect(rolloutBudget(gw('c', { queued: true }), 2, held, CURRENT, CONTROLLER)).toEqual({ go: false, held: [{ ref: ref('sllbr-a'), state: 'rolling' }, { ref: ref('sllbr-b'), state: 'stuck' }], ahead: [] });
   });
 
   it('the queued message says what each slot is held by; a degraded Deployment is not among them', () => {
     const o = behindTemplate();
-    const rollouts = census([o.gateway as Gateway, gw('a'), gw('b'), gw('d')], [o.deployment as Deployment, lb('a', { status: ROLLING }), lb('b', { status: STUCK }), lb('d', { hash: 'template-hash-2', status: DEGRADED })]);
+    const rollouts = census([o.deployment as Deployment, lb('a', { status: ROLLING }), lb('b', { status: STUCK }), lb('d', { hash: 'template-hash-2', status: DEGRADED, index: ROLLING_VALUE })]);
     const p = planned({ ...o, rollouts });
     if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
     const applied = p.status?.conditions.find((c) => c.type === CONDITION_APPLIED);
@@ -201,7 +220,7 @@ describe('what each slot is held by', () => {
 
   it('one slot, held by a stuck rollout', () => {
     const o = { ...behindTemplate(), settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } };
-    const p = planned({ ...o, rollouts: census([o.gateway as Gateway, gw('b')], [o.deployment as Deployment, lb('b', { status: STUCK })]) });
+    const p = planned({ ...o, rollouts: census([o.deployment as Deployment, lb('b', { status: STUCK })]) });
     if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
     expect(p.status?.conditions.find((c) => c.type === CONDITION_APPLIED)?.message).toContain('(1 at once): 1 slot held (team-a/sllbr-b: stuck: progress deadline exceeded), no Gateway queued before it');
   });
@@ -222,7 +241,7 @@ describe('a reconcile that takes its Gateway out of the line wakes the next (wak
         }),
       },
     };
-    const queued = planned({ ...next, rollouts: census([next.gateway as Gateway, gw('a')], [next.deployment as Deployment, lb('a', { hash: 'template-hash-2', status: ROLLING })]) });
+    const queued = planned({ ...next, rollouts: census([next.deployment as Deployment, lb('a', { hash: 'template-hash-2', status: ROLLING })]) });
     if (queued.outcome !== 'rollout-queued') throw new Error(`expected rollout-queued, got ${queued.outcome}`);
     return { ...next, gateway: { ...(next.gateway as Gateway), status: { ...next.gateway?.status, conditions: queued.status?.conditions ?? [] } } as Gateway };
   };
@@ -248,10 +267,10 @@ describe('a reconcile that takes its Gateway out of the line wakes the next (wak
 
   it('queued again, or its rollout going ahead, or a no-op: no wake', () => {
     const o = queuedScenario();
-    const again = planned({ ...o, rollouts: census([o.gateway as Gateway, gw('a')], [o.deployment as Deployment, lb('a', { hash: 'template-hash-2', status: ROLLING })]) });
+    const again = planned({ ...o, rollouts: census([o.deployment as Deployment, lb('a', { hash: 'template-hash-2', status: ROLLING })]) });
     expect(again).toMatchObject({ outcome: 'rollout-queued', statusChanged: false });
     expect(again).not.toHaveProperty('wakeNext');
-    expect(planned({ ...o, rollouts: census([o.gateway as Gateway], [o.deployment as Deployment]) })).toMatchObject({ outcome: 'needs-write' });
+    expect(planned({ ...o, rollouts: census([o.deployment as Deployment]) })).toMatchObject({ outcome: 'needs-write' });
     const inSync = invoke(observed({ settings: BUDGET })).next;
     expect(settled(invoke(inSync).next)).not.toHaveProperty('wakeNext');
   });

@@ -1,4 +1,6 @@
-// The rollout budget's decisions, from observed Deployments and Gateways only.
+// The rollout budget's decisions, from observed Deployments only: their
+// status, and the rollout index label (rollout-index.ts) this controller's
+// reconciles keep on them, which is what the census lists by.
 // The rollout states follow `kubectl rollout status` (k8s.io/kubectl
 // polymorphichelpers DeploymentStatusViewer), the oracle for "in progress",
 // but after a rollout the Deployment controller reported complete (degraded:
@@ -8,11 +10,12 @@ import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_C
 import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
 import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js';
 import { nextInLine, rolloutBudget, rolloutState, ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js';
+import { QUEUED, ROLLING, rolloutIndexKey, templateValue } from '../../functions/reconcile/plan/rollout-index.js';
 import { CONDITION_PROGRAMMED } from '../../api/names.js';
 import type { Scenario } from './reconcile-fixtures.js';
-import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayClass, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
+import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
 
-const CLASSES = [gatewayClass()];
+const INDEX_KEY = rolloutIndexKey(CONTROLLER);
 
 const OLD_HASH = 'template-hash-0';
 const CONFIGURATION = gatewayConfiguration({}, { generation: 3 });
@@ -20,6 +23,8 @@ const CURRENT = { templateHash: TEMPLATE_HASH, configuration: CONFIGURATION };
 
 interface LbOptions {
   hash?: string;
+  /** The rollout index label; default: the digest of `hash` (not rolling); null: none. */
+  index?: string | null;
   configurationGeneration?: number;
   generation?: number;
   status?: Record<string, unknown>;
@@ -36,6 +41,7 @@ function lb(gw: string, o: LbOptions = {}): Deployment {
       name: `sllbr-${gw}`,
       namespace: NS,
       generation: o.generation ?? 1,
+      labels: o.index === null ? {} : { [INDEX_KEY]: o.index ?? templateValue(o.hash ?? TEMPLATE_HASH) },
       ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: gw, uid: `uid-${gw}`, controller: true }],
       annotations: {
         [APPLIED_CONFIGURATION_NAME]: 'gc1',
@@ -88,14 +94,14 @@ describe('rolloutBudget', () => {
   const five = ['a', 'b', 'c', 'd', 'e'];
 
   it('after a template change, of five Gateways in sync before it, only the first in line goes with a budget of 1', () => {
-    const census: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n)), deployments: five.map((n) => lb(n, { hash: OLD_HASH })) };
+    const census: RolloutCensus = { deployments: five.map((n) => lb(n, { hash: OLD_HASH })) };
     const verdicts = five.map((n) => rolloutBudget(gw(n), 1, census, CURRENT, CONTROLLER));
     expect(verdicts.map((v) => v.go)).toEqual([true, false, false, false, false]);
     expect(verdicts[3]).toEqual({ go: false, held: [], ahead: [`${NS}/a`, `${NS}/b`, `${NS}/c`] });
   });
 
   it('a rolling Deployment holds its slot; once it settles on the new template, the next goes', () => {
-    const rolling: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n)), deployments: [lb('a', { generation: 2 }), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    const rolling: RolloutCensus = { deployments: [lb('a', { generation: 2, index: ROLLING }), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
     expect(rolloutBudget(gw('b'), 1, rolling, CURRENT, CONTROLLER)).toEqual({ go: false, held: [{ ref: `${NS}/sllbr-a`, state: 'rolling' }], ahead: [] });
     const settled: RolloutCensus = { ...rolling, deployments: [lb('a'), ...rolling.deployments.slice(1)] };
     expect(five.map((n) => rolloutBudget(gw(n), 1, settled, CURRENT, CONTROLLER).go)).toEqual([true, true, false, false, false]);
@@ -104,41 +110,56 @@ describe('rolloutBudget', () => {
   });
 
   it('a stuck rollout keeps its slot: the others stay queued', () => {
-    const stuck = lb('a', { status: { ...SETTLED, updatedReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] } });
-    const census: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [stuck, ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    const stuck = lb('a', { index: ROLLING, status: { ...SETTLED, updatedReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] } });
+    const census: RolloutCensus = { deployments: [stuck, ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
     expect(five.slice(1).map((n) => rolloutBudget(gw(n, { queued: true }), 1, census, CURRENT, CONTROLLER).go)).toEqual([false, false, false, false]);
     expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER)).toEqual([]);
   });
 
   it("a Gateway's own rolling Deployment takes no second slot", () => {
-    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a'), gw('b')], deployments: [lb('a', { generation: 2 }), lb('b')] };
+    const census: RolloutCensus = { deployments: [lb('a', { generation: 2, index: ROLLING }), lb('b')] };
     expect(rolloutBudget(gw('a'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: true, held: [], ahead: [] });
   });
 
-  it('queued Gateways are in line even when their Deployment records the current template (their configuration moved)', () => {
-    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a', { queued: true }), gw('b')], deployments: [lb('a'), lb('b')] };
+  it('queued Gateways are in line even when their Deployment records the current template (their configuration moved): the label says queued', () => {
+    const census: RolloutCensus = { deployments: [lb('a', { index: QUEUED }), lb('b')] };
     expect(rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: false, held: [], ahead: [`${NS}/a`] });
     expect(rolloutBudget(gw('b'), 2, census, CURRENT, CONTROLLER).go).toBe(true);
   });
 
-  it('a Gateway whose parameters are invalid is not in line: it would hold it forever', () => {
-    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a', { accepted: false }), gw('b')], deployments: [lb('a', { hash: OLD_HASH }), lb('b', { hash: OLD_HASH })] };
-    expect(rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER).go).toBe(true);
+  it('a Deployment whose label was taken back (its Gateway invalid, of another class, being deleted) is not in line and holds no slot: it would hold them forever', () => {
+    const census: RolloutCensus = { deployments: [lb('a', { hash: OLD_HASH, index: null }), lb('b', { hash: OLD_HASH }), lb('c', { generation: 2, index: null })] };
+    expect(rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: true, held: [], ahead: [] });
   });
 
-  it('a Deployment behind on the shared GatewayConfiguration is in line (the fan-out of its edit is a burst too)', () => {
-    const census: RolloutCensus = { classes: CLASSES, gateways: [gw('a'), gw('b')], deployments: [lb('a', { configurationGeneration: 2 }), lb('b', { configurationGeneration: 2 })] };
-    expect([rolloutBudget(gw('a'), 1, census, CURRENT, CONTROLLER).go, rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER).go]).toEqual([true, false]);
-    // Another configuration's generations say nothing about this one.
-    const other = { ...CURRENT, configuration: gatewayConfiguration({}, { uid: 'uid-other', generation: 9 }) };
-    expect(rolloutBudget(gw('b'), 1, census, other, CONTROLLER).go).toBe(true);
+  it('a rolling label on a Deployment that settled (not yet taken back) or is degraded holds no slot: the status decides', () => {
+    const degraded = lb('a', { index: ROLLING, replicas: 2, status: { ...SETTLED, availableReplicas: 0, conditions: [{ type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }] } });
+    const census: RolloutCensus = { deployments: [lb('z', { index: ROLLING }), degraded, lb('b', { hash: OLD_HASH })] };
+    expect(rolloutBudget(gw('b'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: true, held: [], ahead: [] });
+  });
+
+  it('the Deployments of another controller (another label key) are neither holders nor in line', () => {
+    const theirs = (name: string, o: LbOptions): Deployment => {
+      const d = lb(name, { ...o, index: null });
+      return { ...d, metadata: { ...d.metadata, labels: { [rolloutIndexKey('example.com/other')]: o.index ?? templateValue(OLD_HASH) } } };
+    };
+    const census: RolloutCensus = { deployments: [theirs('a', { generation: 2, index: ROLLING }), theirs('b', {}), lb('c', { hash: OLD_HASH })] };
+    expect(rolloutBudget(gw('c'), 1, census, CURRENT, CONTROLLER)).toEqual({ go: true, held: [], ahead: [] });
+    expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/c`]);
+  });
+
+  it('a deleted Gateway named by its event (its Deployment waits for the garbage collector) is out of the wake', () => {
+    const census: RolloutCensus = { deployments: [lb('a', { generation: 2, index: ROLLING }), lb('b', { hash: OLD_HASH }), lb('c', { hash: OLD_HASH })] };
+    expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER)).toEqual([]);
+    expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER, `${NS}/a`)).toEqual([`${NS}/b`]);
+    expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER, `${NS}/b`)).toEqual([]);
   });
 
   it('nextInLine wakes the first of the line, one per free slot', () => {
-    const census: RolloutCensus = { classes: CLASSES, gateways: five.map((n) => gw(n, { queued: n !== 'a' })), deployments: [lb('a'), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
+    const census: RolloutCensus = { deployments: [lb('a'), ...five.slice(1).map((n) => lb(n, { hash: OLD_HASH }))] };
     expect(nextInLine(1, census, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/b`]);
     expect(nextInLine(3, census, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/b`, `${NS}/c`, `${NS}/d`]);
-    const oneRolling = { ...census, deployments: [lb('a'), lb('b', { generation: 2 }), ...census.deployments.slice(2)] };
+    const oneRolling = { ...census, deployments: [lb('a'), lb('b', { generation: 2, index: ROLLING }), ...census.deployments.slice(2)] };
     expect(nextInLine(2, oneRolling, TEMPLATE_HASH, CONTROLLER)).toEqual([`${NS}/c`]);
   });
 
@@ -152,15 +173,21 @@ describe('rolloutBudget', () => {
     fc.assert(
       fc.property(fc.array(arbGateway, { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 4 }), (specs, budget) => {
         const names = specs.map((_, i) => `g${i}`);
+        // The labels as the reconciles leave them: `rolling` on a rollout
+        // (kept while it rolls, even for a Gateway turned invalid), taken
+        // back from a Gateway not accepted otherwise, `queued` on a queued Gateway
+        // the template digest does not show in line.
+        const indexOf = (s: (typeof specs)[number]): string | null | undefined => (s.rolling !== 'no' ? ROLLING : !s.accepted ? null : s.queued && !s.behind ? QUEUED : undefined);
         const deployments = specs.map((s, i) =>
           lb(names[i] as string, {
             hash: s.behind ? OLD_HASH : TEMPLATE_HASH,
+            index: indexOf(s),
             ...(s.rolling === 'yes' ? { generation: 2 } : {}),
             ...(s.rolling === 'stuck' ? { status: { ...SETTLED, updatedReplicas: 0, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] } } : {}),
           }),
         );
         const gateways = specs.map((s, i) => gw(names[i] as string, { queued: s.queued, accepted: s.accepted }));
-        const census = { classes: CLASSES, gateways, deployments };
+        const census = { deployments };
         const inProgress = specs.filter((s) => s.rolling !== 'no').length;
         // Every Gateway the lists show wanting a rollout (accepted, and
         // queued or behind) that would start it now; one not accepted plans
@@ -190,7 +217,7 @@ describe('the planner under the rollout budget', () => {
       }),
     },
   });
-  const other = (generation: number): Deployment => lb('other', { generation, hash: 'template-hash-2' });
+  const other = (generation: number): Deployment => lb('other', { generation, hash: 'template-hash-2', index: generation > 1 ? ROLLING : undefined });
   const byType = <C extends { type: string }>(conditions: C[] | undefined, type: string): C | undefined => conditions?.find((c) => c.type === type);
 
   it('a pod-template change asks for the rollout census first; a no-op asks for nothing', () => {
@@ -201,7 +228,7 @@ describe('the planner under the rollout budget', () => {
 
   it('with the slot taken, no write: Applied False RolloutQueued saying what is ahead, Programmed untouched', () => {
     const o = newTemplate(inSync());
-    const census: RolloutCensus = { classes: CLASSES, gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(2)] };
+    const census: RolloutCensus = { deployments: [o.deployment as Deployment, other(2)] };
     const p = planned({ ...o, rollouts: census });
     if (p.outcome === 'needs-reads' || p.outcome === 'needs-write') throw new Error(`expected a settled plan, got ${p.outcome}`);
     expect(p.outcome).toBe('rollout-queued');
@@ -217,7 +244,7 @@ describe('the planner under the rollout budget', () => {
 
   it('with a free slot, the write goes', () => {
     const o = newTemplate(inSync());
-    const census: RolloutCensus = { classes: CLASSES, gateways: [o.gateway as Gateway, gw('other')], deployments: [o.deployment as Deployment, other(1)] };
+    const census: RolloutCensus = { deployments: [o.deployment as Deployment, other(1)] };
     expect(planned({ ...o, rollouts: census })).toMatchObject({ outcome: 'needs-write', deployment: { action: 'update' } });
   });
 

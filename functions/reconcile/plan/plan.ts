@@ -20,7 +20,7 @@ import { settledPlan } from './settled-plan.js';
 import { acceptedConditions, collisionConditions, invalidConditions } from './status-decisions.js';
 import { validateParameters } from './validate-configuration.js';
 import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
-import { desiredIndex, indexRecord, indexValueOf, rolloutIndexKey, withIndex } from './rollout-index.js';
+import { desiredIndex, indexRecord, indexValueOf, ROLLING, rolloutIndexKey, withIndex } from './rollout-index.js';
 
 export function plan(observed: Observed, input: PlanInput, now: string): Planned {
   const { gateway } = observed;
@@ -38,7 +38,7 @@ export function plan(observed: Observed, input: PlanInput, now: string): Planned
   const facts = gatewayFacts(observed, input, now, gateway);
   const validation = validateParameters(gateway, observed.gatewayConfiguration, input.template.deployment, observed.gatewayClass);
   // Not accepted, or its Deployment someone else's: out of the line.
-  if (!validation.ok) return leavesLine(withoutIndex(planInvalid(facts, validation.message), facts.ours, input), inLine);
+  if (!validation.ok) return leavesLine(withoutIndex(planInvalid(facts, validation.message), facts.ours, input, { keepSlot: true }), inLine);
   if (facts.live !== null && facts.ours === null) return leavesLine(planCollision(facts, validation.configuration), inLine);
   return planAccepted(facts, validation.configuration, inLine);
 }
@@ -46,13 +46,15 @@ export function plan(observed: Observed, input: PlanInput, now: string): Planned
 const budgetOn = (input: PlanInput): boolean => (input.settings.rolloutBudget ?? 0) > 0;
 
 /**
- * Our rollout index label taken off the Deployment of a Gateway that is not
- * (or no longer) in our budget's reckoning: another class, invalid, being
- * deleted. This is what takes it out of the line and its slot at once.
+ * Our rollout index label taken off the Deployment of a Gateway that is out
+ * of the line: another class, being deleted (and its slot with it), or
+ * invalid (`keepSlot`: a rollout it started still rolls, and counts, until
+ * it ends). This is what takes it out at once.
  */
-function withoutIndex(settled: SettledPlan, deployment: Deployment | null, input: PlanInput): SettledPlan {
+function withoutIndex(settled: SettledPlan, deployment: Deployment | null, input: PlanInput, o: { keepSlot?: boolean } = {}): SettledPlan {
   if (deployment === null || settled.deployment.action !== 'none') return settled;
-  const record = indexRecord(deployment, rolloutIndexKey(input.settings.controllerName), null);
+  const value = o.keepSlot === true && budgetOn(input) && holdsSlot(deployment) ? ROLLING : null;
+  const record = indexRecord(deployment, rolloutIndexKey(input.settings.controllerName), value);
   return record === null ? settled : { ...settled, deployment: record };
 }
 
