@@ -10,6 +10,7 @@ import { adminConfig, auditLog } from '../support/cluster.js';
 import { configurationSpec, createClass, createConfiguration, createGateway, rawDeployment, readDeployment } from '../support/fixtures.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
+import { withLbImage } from '../support/next-template.js';
 
 // What the rollout census costs (issue 40, item 5), counted in the audit log
 // as the controller's ServiceAccount under the shipped ClusterRole, with the
@@ -31,14 +32,7 @@ describe('the rollout census in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     settings: { ...w.r().deps.settings, rolloutBudget: 1, ...(controllerName !== undefined && { controllerName }) },
     namespaces: [w.ns()],
   });
-  const nextTemplate = (): Template => {
-    const { deployment, hash } = w.r().deps.template;
-    const changed = structuredClone(deployment);
-    const lb = changed.spec.template.spec?.containers?.[0];
-    if (!lb) throw new Error('the template has no container');
-    lb.image = NEXT_IMAGE;
-    return { deployment: changed, hash: `${hash}-next` };
-  };
+  const nextTemplate = (): Template => withLbImage(w.r().deps.template, NEXT_IMAGE);
   const key = (): string => rolloutIndexKey(w.r().deps.settings.controllerName);
   const indexOf = async (gw: string, k = key()): Promise<string | undefined> => (await readDeployment(w.ns(), `sllbr-${gw}`)).metadata?.labels?.[k];
   const scale = (gw: string, replicas: number): Promise<unknown> =>

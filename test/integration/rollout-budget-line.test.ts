@@ -11,6 +11,7 @@ import { adminConfig } from '../support/cluster.js';
 import { condition, configurationSpec, createClass, createConfiguration, createGateway, deleteObject, editSpec, rawDeployment, readDeployment, readGateway } from '../support/fixtures.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
+import { withLbImage } from '../support/next-template.js';
 
 // The rollout budget's line moves on (issue 40, item 4), on the real API
 // server with the real Deployment controller, through the handler as an
@@ -40,14 +41,7 @@ describe('the rollout budget line moves on (LB_ROLLOUT_BUDGET=1)', () => {
   const apps = (): AppsV1Api => adminConfig().makeApiClient(AppsV1Api);
   const budgeted = (template?: Template): ReconcileDeps => ({ ...w.r().deps, ...(template ? { template } : {}), settings: { ...w.r().deps.settings, rolloutBudget: 1 }, namespaces: [w.ns()] });
   /** The shipped template with another LB image: a pod-template change for every Gateway. */
-  const nextTemplate = (): Template => {
-    const { deployment, hash } = w.r().deps.template;
-    const changed = structuredClone(deployment);
-    const lb = changed.spec.template.spec?.containers?.[0];
-    if (!lb) throw new Error('the template has no container');
-    lb.image = NEXT_IMAGE;
-    return { deployment: changed, hash: `${hash}-next` };
-  };
+  const nextTemplate = (): Template => withLbImage(w.r().deps.template, NEXT_IMAGE);
   const image = (d: V1Deployment): string | undefined => d.spec?.template.spec?.containers[0]?.image;
   const imageOf = async (gw: string): Promise<string | undefined> => image(await readDeployment(w.ns(), `sllbr-${gw}`));
   const replicaSetsOf = async (gw: string): Promise<string[]> =>

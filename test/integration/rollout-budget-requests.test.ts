@@ -6,6 +6,7 @@ import { auditLog } from '../support/cluster.js';
 import { condition, createGateway, readDeployment, readGateway } from '../support/fixtures.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
+import { withLbImage } from '../support/next-template.js';
 
 // What the rollout budget costs in API requests, counted in the audit log, as
 // the controller's ServiceAccount under the shipped ClusterRole. The shared
@@ -24,14 +25,7 @@ describe('the rollout budget in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     namespaces: [w.ns()],
   });
   /** The shipped template with another LB image: a pod-template change for every Gateway. */
-  const newTemplate = (): Template => {
-    const { deployment, hash } = w.r().deps.template;
-    const changed = structuredClone(deployment);
-    const lb = changed.spec.template.spec?.containers?.[0];
-    if (!lb) throw new Error('the template has no container');
-    lb.image = 'registry.example/lb:next';
-    return { deployment: changed, hash: `${hash}-next` };
-  };
+  const newTemplate = (): Template => withLbImage(w.r().deps.template, 'registry.example/lb:next');
 
   it('a no-op reads nothing more; a pod-template change lists the LB Deployments twice (the rollout index\'s holders, then the head of the line), and a queued Gateway writes its status once, then nothing', async () => {
     const ns = w.ns();
