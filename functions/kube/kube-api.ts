@@ -23,6 +23,25 @@ import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { connectionPool, type ConnectionPool } from './pooled-client.js';
 import { NO_TELEMETRY } from '../telemetry/telemetry.js';
 import { CRDS, EVENTS, PODDISRUPTIONBUDGETS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
+import {
+  APISERVERSOURCES,
+  ApiServerSourceSchema,
+  BROKERS,
+  BrokerSchema,
+  KNATIVE_SERVICES,
+  KnativeServiceSchema,
+  PINGSOURCES,
+  PingSourceSchema,
+  PodSummarySchema,
+  TRIGGERS,
+  TriggerSchema,
+  type ApiServerSource,
+  type Broker,
+  type KnativeService,
+  type PingSource,
+  type PodSummary,
+  type Trigger,
+} from '../../api/knative-schemas.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -51,7 +70,11 @@ function parse<S extends z.ZodType>(schema: S, what: string, value: unknown): z.
   return r.data;
 }
 
-/** What each list the controller makes gives, by resource. */
+/**
+ * What each list gives, by resource: the controller's lists, and the
+ * Knative objects and Pods only the kubectl plugin reads (its controller
+ * health line).
+ */
 export interface Listed {
   gateways: Gateway;
   gatewayclasses: GatewayClass;
@@ -60,6 +83,12 @@ export interface Listed {
   deployments: Deployment;
   namespaces: Namespace;
   poddisruptionbudgets: PodDisruptionBudget;
+  'services.serving.knative.dev': KnativeService;
+  brokers: Broker;
+  triggers: Trigger;
+  apiserversources: ApiServerSource;
+  pingsources: PingSource;
+  pods: PodSummary;
 }
 export type ListedResource = keyof Listed;
 
@@ -161,6 +190,20 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     };
   };
 
+  // Only whether each Pod is ready and going away is read.
+  const podPage = async (request: PageRequest): Promise<Page<PodSummary>> => {
+    const { namespace, labelSelector, limit, continue: token } = request;
+    const options = { limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) };
+    const raw = namespace === undefined ? await core.listPodForAllNamespaces(options) : await core.listNamespacedPod({ ...options, namespace });
+    return {
+      items: raw.items.map((item, i) => parse(PodSummarySchema, `pods item ${i}`, {
+        metadata: { name: item.metadata?.name, namespace: item.metadata?.namespace, ...(item.metadata?.deletionTimestamp && { deletionTimestamp: new Date(item.metadata.deletionTimestamp).toISOString() }) },
+        ready: (item.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      })),
+      continue: raw.metadata?._continue || undefined,
+    };
+  };
+
   const LISTS: { [R in ListedResource]: (request: PageRequest) => Promise<Page<Listed[R]>> } = {
     gateways: (r) => page(GATEWAYS, GatewaySchema, r),
     gatewayclasses: (r) => page(GATEWAY_CLASSES, GatewayClassSchema, r),
@@ -169,6 +212,12 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     deployments: (r) => page(DEPLOYMENTS, DeploymentSchema, r),
     namespaces: namespacePage,
     poddisruptionbudgets: (r) => page(PODDISRUPTIONBUDGETS, PodDisruptionBudgetSchema, r),
+    'services.serving.knative.dev': (r) => page(KNATIVE_SERVICES, KnativeServiceSchema, r),
+    brokers: (r) => page(BROKERS, BrokerSchema, r),
+    triggers: (r) => page(TRIGGERS, TriggerSchema, r),
+    apiserversources: (r) => page(APISERVERSOURCES, ApiServerSourceSchema, r),
+    pingsources: (r) => page(PINGSOURCES, PingSourceSchema, r),
+    pods: podPage,
   };
 
   /** Every object of a list, page by page. */

@@ -170,6 +170,16 @@ function waitingLine(census: RolloutCensus, controllerName: string, isBehind: (d
 }
 
 /**
+ * The line as the observed objects alone tell it, for a reader that knows
+ * no LB template (the kubectl plugin): the slots held, and the Gateways
+ * queued, in the order they go. A Gateway behind the template but not yet
+ * queued is not in it: its own next reconcile queues it.
+ */
+export function observedLine(census: RolloutCensus, controllerName: string): { held: (SlotHolder & { owner: string })[]; line: string[] } {
+  return waitingLine(census, controllerName, () => false);
+}
+
+/**
  * Whether the Gateway `self` may start a pod-template change now: when the
  * slots held (its own Deployment's excepted: a second change to a rolling
  * Deployment adds no rollout) and the Gateways before it in the line leave
