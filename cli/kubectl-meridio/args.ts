@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_CONTROLLER_NAME } from '../../api/names.js';
-import { DEFAULT_CONTROLLER_NAMESPACE } from './controller-health-read.js';
+import { DEFAULT_CONTROLLER_NAMESPACE } from './controller-health.js';
 import { parseGoDuration } from './go-duration.js';
 
 // The command line, as kubectl users expect it: the verb, then kubectl's own

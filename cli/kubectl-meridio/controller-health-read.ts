@@ -2,17 +2,13 @@ import { KNATIVE_SERVICE_LABEL } from '../../api/knative-schemas.js';
 import { eachPage, listAll, type RequestCount } from '../../functions/dispatch/resync-inputs.js';
 import { classifyError } from '../../functions/kube/classify-error.js';
 import type { KubeApi, Listed, ListedResource } from '../../functions/kube/kube-api.js';
-import type { HealthSnapshot, Read } from './controller-health.js';
+import { CONTROLLER_SERVICE, type HealthSnapshot, type Read } from './controller-health.js';
 
 // Reads what the health line is made of, in the controller's namespace: one
 // paged list per Knative kind and one of the Service's Pods (by Knative's
 // label). A kind the API server does not serve (Knative not installed) or
 // that RBAC refuses becomes a part of the line saying so, not a failure of
 // the whole command: the Gateway table below is still worth reading.
-
-/** The shipped install's (infra/kustomization.yaml, infra/knative/service.yaml). */
-export const DEFAULT_CONTROLLER_NAMESPACE = 'meridio-2-system';
-export const CONTROLLER_SERVICE = 'meridio-2-gateway-controller';
 
 async function attempt<T>(resource: string, read: () => Promise<T>): Promise<Read<T>> {
   try {

@@ -7,6 +7,10 @@ import type { ApiServerSource, Broker, KnativeCondition, KnativeService, PingSou
 // serve now (0 is idle, which is healthy: the Service scales to zero), and
 // the PingSource's resync schedule. Pure: what was read in, parts out.
 
+/** The shipped install's (infra/kustomization.yaml, infra/knative/service.yaml). */
+export const DEFAULT_CONTROLLER_NAMESPACE = 'meridio-2-system';
+export const CONTROLLER_SERVICE = 'meridio-2-gateway-controller';
+
 /** A read of one kind of object: what came back, or why nothing could. */
 export type Read<T> = { ok: true; value: T } | { ok: false; problem: ReadProblem };
 /** `not-installed`: the API server serves no such resource (Knative missing); `forbidden`: RBAC refused the read. */
