@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { serviceAccountIdentity, type ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import { repoPath } from '../../tools/harness/repo-root.js';
+import { adminConfig } from './cluster.js';
+import { deleteAfterTest } from './cluster-scoped.js';
+
+// The kubectl plugin as a user runs it: the built entry
+// (dist/cli/kubectl-meridio/main.js, `npm run build`) in a process of its
+// own, with the kubeconfig of an identity bound to the shipped read-only
+// ClusterRole only, under the RBAC authorizer.
+
+export const PLUGIN_READER_RBAC_FILE = 'infra/rbac/plugin-reader-clusterrole.yaml';
+const ENTRY = 'dist/cli/kubectl-meridio/main.js';
+
+/** A ServiceAccount of `namespace` bound to the plugin reader role and nothing else; unbound after the test. */
+export async function pluginReader(namespace: string): Promise<ServiceAccountIdentity> {
+  const identity = await serviceAccountIdentity(adminConfig(), { namespace, serviceAccount: 'plugin-reader', rbacFile: PLUGIN_READER_RBAC_FILE, probeBy: 'list' });
+  deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
+  return identity;
+}
+
+export interface PluginRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export async function kubectlMeridio(args: string[], kubeconfig: string): Promise<PluginRun> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [repoPath(ENTRY), ...args], { env: { PATH: process.env.PATH ?? '', KUBECONFIG: kubeconfig }, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** The table below the health line, as cells by column name (columns are two or more blanks apart). */
+export function tableRows(stdout: string): Record<string, string>[] {
+  const lines = stdout.split('\n').filter((l) => l.trim() !== '');
+  const headerAt = lines.findIndex((l) => /^(NAMESPACE|NAME)\s{2,}/.test(l));
+  if (headerAt < 0) return [];
+  const header = (lines[headerAt] ?? '').split(/\s{2,}/);
+  return lines.slice(headerAt + 1).map((l) => Object.fromEntries(l.split(/\s{2,}/).map((cell, i) => [header[i] ?? `#${i}`, cell])));
+}
