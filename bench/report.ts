@@ -11,6 +11,14 @@ import type { BenchResults } from './suite.js';
 // Renders the results document as bench/REPORT.md: the targets table first,
 // then every figure with how it was measured.
 
+export function p9Section(p9: NonNullable<BenchResults['p9']>): string[] {
+  const L = ['## P9 `kubectl meridio status -A`', '', 'How: n Gateways in sync, each with its LB Deployment (converged by the function\'s resync); the plugin\'s built entry (`node dist/cli/kubectl-meridio/main.js status -A`) run as its own process by an identity bound to the shipped read-only role only; its requests by verb from the audit log; spawn → exit. The lists are paged, 500 a page.', ''];
+  L.push('| Gateways | rows printed | requests (allowed) | writes | spawn → exit |', '|---|---|---|---|---|');
+  for (const row of p9.rows) L.push(`| ${row.n} | ${row.rows} | ${row.counts.total} (${row.allowance}): ${verbs(row.counts)} | ${row.counts.writes} | ${sumMs(row.ms)} |`);
+  L.push('');
+  return L;
+}
+
 export interface TargetRow {
   figure: string;
   target: string;
@@ -127,6 +135,15 @@ export function targets(r: BenchResults): TargetRow[] {
     const alt = p5best && p5best.variant !== p5.variant ? `; ${p5best.variant}: ` : '';
     rows.push({ figure: 'P5 idle', target: '≤ 70 MB', measured: mb(p5.idleMb.median), met: p5.idleMb.median <= 70, note: `${p5.variant}${alt}${alt && p5best ? mb(p5best.idleMb.median) : ''}` });
     rows.push({ figure: `P5 ${r.p5.concurrency} concurrent`, target: '≤ 150 MB', measured: mb(p5.peakMb.median), met: r.p5.concurrency >= 100 ? p5.peakMb.median <= 150 : null, note: `peak VmHWM, ${p5.variant}${alt}${alt && p5best ? mb(p5best.peakMb.median) : ''}${r.p5.concurrency < 100 ? ' (quick mode: fewer than 100)' : ''}` });
+  }
+  if (r.p9) {
+    rows.push({
+      figure: 'P9 `kubectl meridio status -A`, requests',
+      target: '≤ 8 + 2 per 500 Gateways, no write',
+      measured: r.p9.rows.map((x) => `n=${x.n}: ${x.counts.total} (allowed ${x.allowance}), ${x.counts.writes} writes`).join('; '),
+      met: r.p9.rows.every((x) => x.counts.total <= x.allowance && x.counts.writes === 0),
+      note: r.p9.rows.map((x) => `n=${x.n}: ${x.rows} rows, ${ms(x.ms.median)} spawn → exit`).join('; '),
+    });
   }
   if (r.p6) {
     const sizes = r.p6.sizes;
@@ -346,6 +363,7 @@ export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): s
     L.push('');
   }
   if (wake) L.push(...p8Section(wake));
+  if (r.p9) L.push(...p9Section(r.p9));
   if (extra) L.push(extra);
   return `${L.join('\n')}\n`;
 }

@@ -154,7 +154,7 @@ async function onePass(ctx: BenchContext, fn: FunctionProcess, sink: BrokerStand
  * itself and answers when every reconcile has, with a budget large enough
  * for thousands of creates.
  */
-async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined): Promise<void> {
+export async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined): Promise<void> {
   const base = variant ?? SHIPPED_VARIANT;
   const fn = await FunctionProcess.start({ variant: { ...base, env: { ...base.env, INVOCATION_BUDGET_MS: '3600000', API_REQUEST_TIMEOUT_MS: '60000' } }, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns] });
   try {
