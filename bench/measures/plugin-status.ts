@@ -21,7 +21,7 @@ export interface P9Row {
   /** Gateway rows the table printed (every Gateway of our class, this one's and any other namespace's). */
   rows: number;
   counts: RequestCounts;
-  /** 8 + 2 per 500 Gateways: their lists and their LB Deployments'. */
+  /** 8 + 2 per 500 Gateways listed (every namespace's, so `rows`): their lists and their LB Deployments'. */
   allowance: number;
   /** The command, spawn to exit (informative: node's start is most of it at small n). */
   ms: Summary;
@@ -57,7 +57,7 @@ export async function measurePluginStatus(ctx: BenchContext, opts: { sizes: numb
         rows = stdout.trimEnd().split('\n').length - 3;
       }
       if (!counts) throw new Error('P9: no repeat ran');
-      out.push({ n, rows, counts, allowance: 8 + 2 * Math.ceil(n / 500), ms: summarize(times) });
+      out.push({ n, rows, counts, allowance: 8 + 2 * Math.ceil(rows / 500), ms: summarize(times) });
     }
   } finally {
     await reader.dispose();
