@@ -82,7 +82,9 @@ export function parsePluginArgs(argv: readonly string[]): PluginArgs {
       },
     });
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    // parseArgs' errors are node's own TypeErrors (of another realm under a test runner): their message only.
+    const message = (err as { message?: unknown } | null)?.message;
+    throw new UsageError(typeof message === 'string' ? message : String(err));
   }
   const { values, positionals } = parsed;
   const [verb = 'help', ...names] = values.help ? ['help'] : positionals;

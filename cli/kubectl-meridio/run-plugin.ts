@@ -67,7 +67,8 @@ export async function runPlugin(argv: readonly string[], io: PluginIo, env: Reco
     const { kc, namespace } = connect(args, env);
     const ctx: PluginContext = { api: readOnlyApi(kubeApi(kc)), controllerName: args.controllerName, namespace, output: args.output, now: new Date() };
     const result = await verb(ctx, args);
-    if (result.exitCode === EXIT_NOT_FOUND && result.text.startsWith('Error: ')) io.stderr(`${result.text}\n`);
+    // A verb's failure (not found, timed out) goes where kubectl's go: stderr.
+    if (result.exitCode !== 0 && result.text.startsWith('Error: ')) io.stderr(`${result.text}\n`);
     else io.stdout(`${result.text}\n`);
     return result.exitCode;
   } catch (err) {

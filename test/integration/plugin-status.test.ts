@@ -71,10 +71,9 @@ describe('kubectl meridio status and wait, as the plugin reader', () => {
       expect(await row('gw')).toMatchObject({ ACCEPTED: 'True', PROGRAMMED: 'True', APPLIED: '1/2 ApplyFailed', LB: '0/2' });
       expect((await plugin('status', '-n', w.ns(), '--exit-code')).code).toBe(1);
       const waited = await plugin('wait', 'gw', '--for=applied', '--timeout=1s', '-n', w.ns());
-      expect(waited.code).toBe(1);
-      expect(waited.stderr).toBe('');
-      expect(waited.stdout).toContain(`timed out after 1s waiting for Gateway ${w.ns()}/gw to have its latest configuration applied: APPLIED 1/2 ApplyFailed, ROLLOUT rolling: `);
-      expect(waited.stdout).toContain('LB Deployments are frozen for the audit');
+      expect(waited).toMatchObject({ code: 1, stdout: '' });
+      expect(waited.stderr).toContain(`Error: timed out after 1s waiting for Gateway ${w.ns()}/gw to have its latest configuration applied: APPLIED 1/2 ApplyFailed, ROLLOUT rolling: `);
+      expect(waited.stderr).toContain('LB Deployments are frozen for the audit');
     } finally {
       await freeze.lift();
     }

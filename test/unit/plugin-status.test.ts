@@ -4,6 +4,8 @@
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_PROGRAMMED, TEMPLATE_HASH } from '../../api/names.js';
 import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
 import { parsePluginArgs, UsageError } from '../../cli/kubectl-meridio/args.js';
+import { runPlugin } from '../../cli/kubectl-meridio/run-plugin.js';
+import { VERSION } from '../../functions/version.js';
 import { controllerHealth, healthLine, scheduleTimes, type HealthSnapshot } from '../../cli/kubectl-meridio/controller-health.js';
 import { parseGoDuration } from '../../cli/kubectl-meridio/go-duration.js';
 import { humanDuration } from '../../cli/kubectl-meridio/human-duration.js';
@@ -171,5 +173,24 @@ describe('the command line', () => {
   it('durations as Go and kubectl write and read them', () => {
     expect([parseGoDuration('30s'), parseGoDuration('1h30m'), parseGoDuration('1.5s'), parseGoDuration('500ms'), parseGoDuration('5'), parseGoDuration('')]).toEqual([30_000, 5_400_000, 1500, 500, null, null]);
     expect([5_000, 150_000, 14 * 60_000, 5 * 3_600_000 + 60_000, 30 * 3_600_000, 3 * 86_400_000, 400 * 86_400_000].map(humanDuration)).toEqual(['5s', '2m30s', '14m', '5h1m', '30h', '3d', '400d']);
+  });
+});
+
+describe('the entry, before any request', () => {
+  const run = async (argv: string[]) => {
+    const out = { stdout: '', stderr: '' };
+    const code = await runPlugin(argv, { stdout: (t) => (out.stdout += t), stderr: (t) => (out.stderr += t) }, {});
+    return { code, ...out };
+  };
+
+  it('version and help need no cluster', async () => {
+    expect(await run(['version'])).toEqual({ code: 0, stdout: `kubectl-meridio ${VERSION}\n`, stderr: '' });
+    expect((await run(['--help'])).stdout).toContain('Exit codes: 0 fine; 1 not applied');
+  });
+
+  it('a verb this build lacks, a usage error, a kubeconfig that is not there: one line on stderr each, no stack', async () => {
+    expect(await run(['plan'])).toEqual({ code: 2, stdout: '', stderr: 'Error: "plan" is not in this build of kubectl-meridio\n' });
+    expect(await run(['status', '-o'])).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^Error: Option '-o, --output <value>' argument missing\n/) });
+    expect(await run(['status', '-A', '--kubeconfig', '/nonexistent/kubeconfig'])).toEqual({ code: 3, stdout: '', stderr: 'Error: kubeconfig /nonexistent/kubeconfig (KUBECONFIG): /nonexistent/kubeconfig does not exist\n' });
   });
 });
