@@ -1,4 +1,4 @@
-import { serviceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import { KUBECTL_MERIDIO_ENTRY, pluginReaderIdentity } from '../../tools/harness/kubectl-meridio.js';
 import { createNamespace } from '../lib/cluster.js';
 import { names, requestCounts, type BenchContext, type RequestCounts } from '../lib/context.js';
 import { createConfiguration, createGateways } from '../lib/objects.js';
@@ -12,9 +12,6 @@ import { converge } from './resync.js';
 // bound to the shipped read-only role (infra/rbac/plugin-reader-clusterrole.yaml),
 // its requests by verb from the audit log. Lists are paged (500 a page), so
 // the count grows by the page, not by the Gateway.
-
-export const PLUGIN_READER_RBAC_FILE = 'infra/rbac/plugin-reader-clusterrole.yaml';
-const ENTRY = 'dist/cli/kubectl-meridio/main.js';
 
 export interface P9Row {
   n: number;
@@ -35,7 +32,7 @@ export async function measurePluginStatus(ctx: BenchContext, opts: { sizes: numb
   const { cluster: c } = ctx;
   const ns = await createNamespace(c, 'bench-p9');
   await createConfiguration(c, ns, 'cfg');
-  const reader = await serviceAccountIdentity(c.admin, { namespace: ns, serviceAccount: 'plugin-reader', rbacFile: PLUGIN_READER_RBAC_FILE, probeBy: 'list' });
+  const reader = await pluginReaderIdentity(c.admin, ns);
   const out: P9Row[] = [];
   let have = 0;
   try {
@@ -50,7 +47,7 @@ export async function measurePluginStatus(ctx: BenchContext, opts: { sizes: numb
       for (let i = 0; i < opts.repeats; i++) {
         const window = await c.audit.begin();
         const t = performance.now();
-        const stdout = await runNode([ENTRY, 'status', '-A'], { KUBECONFIG: reader.kubeconfig });
+        const stdout = await runNode([KUBECTL_MERIDIO_ENTRY, 'status', '-A'], { KUBECONFIG: reader.kubeconfig });
         times.push(performance.now() - t);
         counts = requestCounts(await window.end(), reader.username);
         // The health line, a blank line, the header, then one line per Gateway.

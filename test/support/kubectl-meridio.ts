@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { serviceAccountIdentity, type ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import type { ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import { KUBECTL_MERIDIO_ENTRY, pluginReaderIdentity } from '../../tools/harness/kubectl-meridio.js';
 import { repoPath } from '../../tools/harness/repo-root.js';
 import { adminConfig } from './cluster.js';
 import { deleteAfterTest } from './cluster-scoped.js';
@@ -10,12 +11,11 @@ import { deleteAfterTest } from './cluster-scoped.js';
 // own, with the kubeconfig of an identity bound to the shipped read-only
 // ClusterRole only, under the RBAC authorizer.
 
-export const PLUGIN_READER_RBAC_FILE = 'infra/rbac/plugin-reader-clusterrole.yaml';
-const ENTRY = 'dist/cli/kubectl-meridio/main.js';
+export { PLUGIN_READER_RBAC_FILE } from '../../tools/harness/kubectl-meridio.js';
 
 /** A ServiceAccount of `namespace` bound to the plugin reader role and nothing else; unbound after the test. */
 export async function pluginReader(namespace: string): Promise<ServiceAccountIdentity> {
-  const identity = await serviceAccountIdentity(adminConfig(), { namespace, serviceAccount: 'plugin-reader', rbacFile: PLUGIN_READER_RBAC_FILE, probeBy: 'list' });
+  const identity = await pluginReaderIdentity(adminConfig(), namespace);
   deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
   return identity;
 }
@@ -28,7 +28,7 @@ export interface PluginRun {
 
 export async function kubectlMeridio(args: string[], kubeconfig: string): Promise<PluginRun> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [repoPath(ENTRY), ...args], { env: { PATH: process.env.PATH ?? '', KUBECONFIG: kubeconfig }, timeout: 60_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [repoPath(KUBECTL_MERIDIO_ENTRY), ...args], { env: { PATH: process.env.PATH ?? '', KUBECONFIG: kubeconfig }, timeout: 60_000 });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: unknown; stdout?: string; stderr?: string };
