@@ -1,4 +1,5 @@
 import { AppsV1Api } from '@kubernetes/client-node';
+import { load } from 'js-yaml';
 import { WRITE_VERBS, deniedByAuthorizer, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { shippedClusterRole } from '../../tools/harness/service-account-identity.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
@@ -59,6 +60,9 @@ describe('kubectl meridio status and wait, as the plugin reader', () => {
     const doc = JSON.parse((await plugin('status', 'gw', '-n', w.ns(), '-o', 'json')).stdout) as { gateways: unknown[]; controller: { parts: unknown[] } };
     expect(doc.gateways).toEqual([expect.objectContaining({ namespace: w.ns(), name: 'gw', configuration: 'cfg', applied: expect.objectContaining({ generation: 1, latest: 1, ok: true }), lb: { available: 0, desired: 2 }, rollout: { state: 'rolling' } })]);
     expect(doc.controller.parts).toHaveLength(6);
+    // -o yaml is the same document.
+    const yaml = load((await plugin('status', 'gw', '-n', w.ns(), '-o', 'yaml')).stdout) as typeof doc;
+    expect({ ...yaml, gateways: yaml.gateways.map((g) => ({ ...(g as object), age: '' })) }).toEqual({ ...doc, gateways: doc.gateways.map((g) => ({ ...(g as object), age: '' })) });
   });
 
   it('apply failed (a denying ValidatingAdmissionPolicy): the old generation and ApplyFailed; --exit-code 1; wait times out saying why', async () => {
