@@ -49,6 +49,15 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null; con
     listPage: async () => {
       throw new Error('not expected in this scenario');
     },
+    getObject: async () => {
+      throw new Error('not expected in this scenario');
+    },
+    getConfigMapData: async () => {
+      throw new Error('not expected in this scenario');
+    },
+    listObjectPage: async () => {
+      throw new Error('not expected in this scenario');
+    },
     createDeployment: async () => {
       throw new Error('not expected in this scenario');
     },
