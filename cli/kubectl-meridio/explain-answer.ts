@@ -133,7 +133,9 @@ function rolloutSentence(d: Deployment, subject: string, f: ExplainFacts): { sta
   if (state === 'stuck') {
     const p = progressingCondition(d);
     const since = age(p?.lastTransitionTime ?? p?.lastUpdateTime, f.now);
-    return { state, sentence: `${subject} is applied to Deployment ${ref}, but its LB rollout is stuck${since ? ` for ${since}` : ''}: ${rolloutStatus(d).message}; ${updated}/${desired} replicas updated, ${available} available, the previous LB Pods keep serving` };
+    const old = (d.status?.replicas ?? 0) - updated;
+    const serving = old > 0 ? `, ${plural(old, 'old replica', 'old replicas')} still there` : '';
+    return { state, sentence: `${subject} is applied to Deployment ${ref}, but its LB rollout is stuck${since ? ` for ${since}` : ''}: ${rolloutStatus(d).message}; ${updated}/${desired} replicas updated, ${available} available${serving}` };
   }
   if (state === 'rolling') return { state, sentence: `${subject} is applied to Deployment ${ref}; its LB rollout is in progress: ${rolloutStatus(d).message}` };
   if (state === 'degraded') return { state, sentence: `${subject} is applied to Deployment ${ref}, but only ${available}/${desired} LB replicas are available (no rollout in progress)` };

@@ -82,7 +82,7 @@ describe('explain: the one sentence', () => {
   it('a stuck rollout: kubectl rollout status words, and for how long', () => {
     const s = applied();
     const stuck = { ...s, deployment: withRollout(s.deployment, { replicas: 2, updatedReplicas: 1, availableReplicas: 1, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', lastTransitionTime: minutes(4).toISOString() }] }) };
-    expect(answer(facts(stuck))).toMatchObject({ state: 'stuck', sentence: `GatewayConfiguration ${GC} generation 1 is applied to Deployment ${NS}/sllbr-${GW}, but its LB rollout is stuck for 10m: deployment "sllbr-${GW}" exceeded its progress deadline; 1/2 replicas updated, 1 available, the previous LB Pods keep serving` });
+    expect(answer(facts(stuck))).toMatchObject({ state: 'stuck', sentence: `GatewayConfiguration ${GC} generation 1 is applied to Deployment ${NS}/sllbr-${GW}, but its LB rollout is stuck for 10m: deployment "sllbr-${GW}" exceeded its progress deadline; 1/2 replicas updated, 1 available, 1 old replica still there` });
   });
 
   it('invalid parameters: the Accepted message, and what keeps running', () => {
