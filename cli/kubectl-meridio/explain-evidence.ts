@@ -11,6 +11,7 @@ import { planRouteFeedback } from '../../functions/reconcile/plan/route-feedback
 import { age } from './age.js';
 import type { Answer, ExplainFacts } from './explain-answer.js';
 import { rolloutStatus } from './rollout-status.js';
+import { textTable } from './text-table.js';
 import { warningsAbout, type EventLine } from './warning-events.js';
 import { deploymentName } from '../../functions/reconcile/plan/names.js';
 
@@ -93,10 +94,7 @@ export function evidence(f: ExplainFactsWithPdb, a: Answer): Evidence {
   };
 }
 
-function table(rows: string[][]): string[] {
-  const widths = rows.reduce<number[]>((w, r) => r.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
-  return rows.map((r) => `  ${r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')}`.trimEnd());
-}
+const table = (rows: string[][]): string[] => textTable(rows, { indent: '  ', gap: '  ' });
 
 export function renderExplain(a: Answer, e: Evidence): string {
   const lines = [a.sentence, '', 'Conditions:'];

@@ -18,6 +18,7 @@ import { readRolloutCensus } from '../../functions/reconcile/rollout-census.js';
 import { readControllerInstall, type InstallOptions } from './controller-install.js';
 import { planVerdict, type Verdict } from './plan-verdict.js';
 import type { PluginContext, VerbResult } from './plugin-context.js';
+import { textTable } from './text-table.js';
 import { VerbError } from './verb-error.js';
 
 /** The exit codes of `plan` (docs/operations.md, "Upgrading"). */
@@ -99,10 +100,6 @@ const VERDICT_TEXT: Record<Verdict['verdict'], string> = {
   deleted: 'deleted',
 };
 
-function table(rows: string[][]): string {
-  const widths = rows.reduce<number[]>((w, r) => r.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('   ').trimEnd()).join('\n');
-}
 
 export function renderPlan(report: PlanReport, wide: boolean): string {
   const header = [`LB template: ${report.template.source} (hash ${report.template.hash.slice(0, 12)}); LB_ROLLOUT_BUDGET=${report.settings.rolloutBudget}`];
@@ -110,7 +107,7 @@ export function renderPlan(report: PlanReport, wide: boolean): string {
   const rows = [['GATEWAY', 'VERDICT', 'ROLLS', wide ? 'FIELDS' : 'WHY'], ...report.gateways.map((v) => [v.gateway, VERDICT_TEXT[v.verdict], v.rolls ? 'yes' : 'no', wide ? v.fields.join(',') || '-' : v.message])];
   const wideMessages = wide ? report.gateways.map((v) => `${v.gateway}: ${v.message}`) : [];
   const summary = `${report.rolling} of ${report.gateways.length} Gateway${report.gateways.length === 1 ? '' : 's'} would roll their LB Pods.`;
-  return `${[...header, table(rows), ...(wide ? ['', ...wideMessages] : []), summary].join('\n')}\n`;
+  return `${[...header, textTable(rows).join('\n'), ...(wide ? ['', ...wideMessages] : []), summary].join('\n')}\n`;
 }
 
 export async function runPlan(ctx: PluginContext, args: PlanArgs): Promise<VerbResult> {
