@@ -42,7 +42,8 @@ function pdbText(f: ExplainFactsWithPdb): string {
   const st = s.success ? s.data : {};
   const limit = f.pdb.spec.maxUnavailable !== undefined ? `maxUnavailable ${f.pdb.spec.maxUnavailable}` : `minAvailable ${f.pdb.spec.minAvailable ?? '-'}`;
   const owner = (f.pdb.metadata.ownerReferences ?? []).some((o) => o.controller === true && o.uid === f.observed.gateway.metadata.uid) ? '' : ' (not controlled by this Gateway)';
-  return `${f.pdb.metadata.name}${owner}: ${limit}; ${st.disruptionsAllowed ?? 0} disruptions allowed, ${st.currentHealthy ?? 0}/${st.desiredHealthy ?? 0} healthy`;
+  const allowed = st.disruptionsAllowed ?? 0;
+  return `${f.pdb.metadata.name}${owner}: ${limit}; ${allowed} disruption${allowed === 1 ? '' : 's'} allowed, ${st.currentHealthy ?? 0} healthy of ${st.desiredHealthy ?? 0} needed`;
 }
 
 function budgetText(f: ExplainFacts, a: Answer): string {

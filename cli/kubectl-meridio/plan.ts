@@ -41,7 +41,8 @@ export interface PlanReport {
 /** At most this many Gateways observed at once: a bounded load on the API server. */
 const CONCURRENCY = 8;
 
-async function keysToPlan(ctx: PluginContext, args: PlanArgs, controllerName: string): Promise<GatewayKey[]> {
+/** The Gateways to plan: the one named, or every Gateway of this controller's classes in the namespaces it serves (WATCH_NAMESPACES). */
+async function keysToPlan(ctx: PluginContext, args: PlanArgs, controllerName: string, served: readonly string[]): Promise<GatewayKey[]> {
   if (args.name !== undefined) {
     if (ctx.namespace === undefined) throw new VerbError('plan NAME names one Gateway: give its namespace with -n, not -A');
     return [{ namespace: ctx.namespace, name: args.name }];
@@ -49,7 +50,7 @@ async function keysToPlan(ctx: PluginContext, args: PlanArgs, controllerName: st
   const [gateways, classes] = await Promise.all([ctx.api.listGateways(ctx.namespace), ctx.api.listGatewayClasses()]);
   const ours = ourClasses(classes, controllerName);
   return gateways
-    .filter((g) => ours(g.spec.gatewayClassName))
+    .filter((g) => ours(g.spec.gatewayClassName) && (served.length === 0 || served.includes(g.metadata.namespace ?? '')))
     .map((g) => ({ namespace: g.metadata.namespace ?? '', name: g.metadata.name }))
     .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
 }
@@ -57,7 +58,7 @@ async function keysToPlan(ctx: PluginContext, args: PlanArgs, controllerName: st
 export async function planGateways(ctx: PluginContext, args: PlanArgs): Promise<PlanReport> {
   const install = await readControllerInstall(ctx.api, { ...(args.controllerService && { service: args.controllerService }), ...(args.templateFile !== undefined && { templateFile: args.templateFile }) });
   const input: PlanInput = { template: install.template, settings: install.settings };
-  const keys = await keysToPlan(ctx, args, install.settings.controllerName);
+  const keys = await keysToPlan(ctx, args, install.settings.controllerName, install.namespaces);
   const now = conditionTime(ctx.now);
   // One census for every Gateway: they are planned against the same line.
   let census: Promise<RolloutCensus> | undefined;

@@ -229,6 +229,13 @@ describe('kubectl meridio explain and plan, read-only', () => {
     expect(plan.value.gateways[2]?.message).toMatch(/^not accepted: .*missing/);
     expect((await runPlan(ctx(), { ...where(), name: 'theirs' })).text).toMatch(new RegExp(`^${w.ns()}/theirs\\s+not ours\\s+no`, 'm'));
     expect(writes(plan.requests)).toEqual([]);
+    // The install (2), the Gateways and classes (2 lists), observe per Gateway planned (5 each).
+    expect(plan.requests.length).toBeLessThanOrEqual(2 + 2 + 5 * plan.value.gateways.length);
+
+    // An install that serves other namespaces: none of these is planned.
+    await installController({ WATCH_NAMESPACES: 'elsewhere' });
+    const elsewhere = await runPlan(ctx(), { ...where() });
+    expect([elsewhere.exitCode, elsewhere.text.split('\n')[1]]).toEqual([0, `No Gateways of ${CONTROLLER_NAME}.`]);
 
     // A Gateway that is not there, and an install that is not there: clear errors.
     await expect(explainGateway(ctx(), { name: 'nope', ...where() })).rejects.toThrow(new VerbError(`Gateway ${w.ns()}/nope not found`));

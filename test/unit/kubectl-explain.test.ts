@@ -3,7 +3,7 @@ import { evidence, renderExplain } from '../../cli/kubectl-meridio/explain-evide
 import { age } from '../../cli/kubectl-meridio/age.js';
 import { rolloutStatus } from '../../cli/kubectl-meridio/rollout-status.js';
 import { deadLettered, warningsAbout, WarningEventSchema } from '../../cli/kubectl-meridio/warning-events.js';
-import { DeploymentSchema, type Deployment } from '../../api/schemas.js';
+import { DeploymentSchema, PodDisruptionBudgetSchema, type Deployment } from '../../api/schemas.js';
 import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js';
 import { CONTROLLER, GC, GW, NOW, NS, TEMPLATE_HASH, gateway, gatewayClass, gatewayConfiguration, invoke, observed, route, type Scenario } from './reconcile-fixtures.js';
 
@@ -171,4 +171,17 @@ describe('explain helpers', () => {
   it.each([
     [0, '0s'], [119, '119s'], [14 * 60, '14m'], [3 * 3600, '3h'], [3 * 3600 + 12 * 60, '3h12m'], [2 * 86400 + 4 * 3600, '2d4h'],
   ])('age of %ss is %s', (seconds, text) => expect(age(NOW, new Date(Date.parse(NOW) + seconds * 1000))).toBe(text));
+});
+
+describe('explain: the PodDisruptionBudget', () => {
+  it('says whether PDBs are on, whether this one exists, and what it allows', () => {
+    const s = applied();
+    const f = facts(s);
+    const a = answer(f);
+    expect(evidence({ ...f, pdb: null }, a).pdb).toBe(`none yet: LB_PDB_MAX_UNAVAILABLE is set, the next reconcile creates sllbr-${GW}`);
+    const pdb = PodDisruptionBudgetSchema.parse({ metadata: { name: `sllbr-${GW}`, namespace: NS, ownerReferences: [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name: GW, uid: s.gateway?.metadata.uid, controller: true }] }, spec: { maxUnavailable: 1 }, status: { disruptionsAllowed: 1, currentHealthy: 2, desiredHealthy: 1 } });
+    expect(evidence({ ...f, pdb }, a).pdb).toBe(`sllbr-${GW}: maxUnavailable 1; 1 disruption allowed, 2 healthy of 1 needed`);
+    const foreign = PodDisruptionBudgetSchema.parse({ ...pdb, metadata: { ...pdb.metadata, ownerReferences: [] } });
+    expect(evidence({ ...f, pdb: foreign }, a).pdb).toMatch(/\(not controlled by this Gateway\)/);
+  });
 });
