@@ -72,8 +72,9 @@ function queuedText(q: Queued): string {
 }
 
 /**
- * The verdict from the observed objects. `census`: the rollout census, when
- * the budget is on (the planner asks for it only for a pod-template change).
+ * The verdict from the observed objects, or a request for the rollout
+ * census (observed.rollouts), which the planner asks for only for a
+ * pod-template change with the budget on.
  */
 export function planVerdict(observed: Observed, input: PlanInput, now: string): Verdict | { needsCensus: true } {
   const planned: Planned = plan(observed, input, now);
