@@ -123,6 +123,17 @@ export interface KubeApi {
    * it acknowledged before), and every page of one list is of one snapshot.
    */
   listPage<R extends ListedResource>(resource: R, request: PageRequest): Promise<Page<Listed[R]>>;
+  /**
+   * Any other resource, parsed by the caller's schema: what only a reader
+   * such as the kubectl plugin needs (the Knative Service, its template
+   * ConfigMap, Events), kept out of the controller's typed surface above.
+   * Null: not found.
+   */
+  getObject<S extends z.ZodType>(resource: Resource, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null>;
+  /** A ConfigMap's data (the core API, which getObject cannot address); null: not found. */
+  getConfigMapData(namespace: string, name: string): Promise<Record<string, string> | null>;
+  /** One page of any other resource's list, parsed by the caller's schema. */
+  listObjectPage<S extends z.ZodType>(resource: Resource, schema: S, request: PageRequest & { fieldSelector?: string }): Promise<Page<z.output<S>>>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
@@ -170,9 +181,9 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     }
   };
 
-  const page = async <S extends z.ZodType>(ref: Resource, schema: S, request: PageRequest): Promise<Page<z.output<S>>> => {
-    const { namespace, labelSelector, limit, continue: token } = request;
-    const options = { ...ref, limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) };
+  const page = async <S extends z.ZodType>(ref: Resource, schema: S, request: PageRequest & { fieldSelector?: string }): Promise<Page<z.output<S>>> => {
+    const { namespace, labelSelector, fieldSelector, limit, continue: token } = request;
+    const options = { ...ref, limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }), ...(fieldSelector !== undefined && { fieldSelector }) };
     const raw = (namespace === undefined
       ? await api.listClusterCustomObject(options)
       : await api.listNamespacedCustomObject({ ...options, namespace })) as { items?: unknown[]; metadata?: { continue?: string } };
@@ -240,6 +251,16 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     listGateways: (namespace) => list('gateways', namespace),
     listGatewayClasses: () => list('gatewayclasses'),
     listPage: (resource, request) => LISTS[resource](request),
+    getObject: (resource, schema, namespace, name) => get(ref(resource), schema, namespace, name),
+    listObjectPage: (resource, schema, request) => page(ref(resource), schema, request),
+    getConfigMapData: async (namespace, name) => {
+      try {
+        return (await core.readNamespacedConfigMap({ namespace, name })).data ?? {};
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    },
     createDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
     replaceDeployment: async (namespace, body) =>
