@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_CONTROLLER_NAME } from '../../api/names.js';
-import { DEFAULT_CONTROLLER_NAMESPACE } from './controller-health.js';
+import { CONTROLLER_SERVICE, DEFAULT_CONTROLLER_NAMESPACE } from './controller-health.js';
 import { parseGoDuration } from './go-duration.js';
 
 // The command line, as kubectl users expect it: the verb, then kubectl's own
@@ -31,6 +31,9 @@ export const PluginArgsSchema = z.object({
   timeoutMs: z.number().int().nonnegative(),
   controllerName: z.string().min(1),
   controllerNamespace: z.string().min(1),
+  controllerService: z.string().min(1),
+  /** plan --template FILE: the LB template of the release about to be installed. */
+  templateFile: z.string().min(1).optional(),
 });
 export type PluginArgs = z.infer<typeof PluginArgsSchema>;
 
@@ -47,7 +50,14 @@ Commands:
   wait NAME --for=applied [--timeout=30s] [-n NS]
       Until the Gateway's latest configuration is applied; says why not when
       the time runs out.
-  explain NAME, plan [NAME]   (when this build has them)
+  explain NAME [-n NS] [-o json|yaml]
+      Whether the Gateway's latest configuration reached its LB Deployment,
+      and if not why and since when; then the evidence.
+  plan [NAME] [-n NS | -A] [-o wide|json|yaml] [--template FILE]
+      What each Gateway's next reconcile would do, read-only: nothing,
+      metadata only, pod-template change (its LB Pods roll: which fields and
+      why), queued, invalid. --template: the template of a release about to
+      be installed instead of the one the controller runs.
   version
 
 Flags:
@@ -56,9 +66,11 @@ Flags:
   --exit-code         status exits 1 when a selected Gateway's latest configuration is not applied
   --controller-name NAME        the GatewayClasses' controllerName (default ${DEFAULT_CONTROLLER_NAME})
   --controller-namespace NS     where the controller's Knative objects are (default ${DEFAULT_CONTROLLER_NAMESPACE})
+  --controller-service NAME     the controller's Knative Service (default ${CONTROLLER_SERVICE})
 
-Exit codes: 0 fine; 1 not applied (--exit-code) or wait timed out; 2 usage error;
-3 the Gateway is not found or not this controller's, or the cluster cannot be read.`;
+Exit codes: 0 fine; 1 not applied (--exit-code), wait timed out, or plan: some LB
+Pods would roll; 2 usage error; 3 the Gateway is not found or not this
+controller's, the controller's install cannot be read, or the cluster cannot be read.`;
 
 export function parsePluginArgs(argv: readonly string[]): PluginArgs {
   let parsed;
@@ -78,6 +90,8 @@ export function parsePluginArgs(argv: readonly string[]): PluginArgs {
         timeout: { type: 'string' },
         'controller-name': { type: 'string' },
         'controller-namespace': { type: 'string' },
+        'controller-service': { type: 'string' },
+        template: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -106,6 +120,8 @@ export function parsePluginArgs(argv: readonly string[]): PluginArgs {
     timeoutMs,
     controllerName: values['controller-name'] ?? DEFAULT_CONTROLLER_NAME,
     controllerNamespace: values['controller-namespace'] ?? DEFAULT_CONTROLLER_NAMESPACE,
+    controllerService: values['controller-service'] ?? CONTROLLER_SERVICE,
+    templateFile: values.template,
   });
   if (!r.success) throw new UsageError(r.error.issues.map((i) => (i.path.length > 0 && !i.message.includes(String(i.path[0])) ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; '));
   const a = r.data;
@@ -115,6 +131,10 @@ export function parsePluginArgs(argv: readonly string[]): PluginArgs {
     if (a.allNamespaces) throw new UsageError('wait waits for one Gateway: -A does not apply, use -n');
   }
   if (a.verb === 'status' && a.names.length > 1) throw new UsageError('status takes at most one Gateway NAME');
+  if (a.verb === 'explain' && a.names.length !== 1) throw new UsageError('explain takes exactly one Gateway NAME');
+  if (a.verb === 'plan' && a.names.length > 1) throw new UsageError('plan takes at most one Gateway NAME');
+  if (a.templateFile !== undefined && a.verb !== 'plan') throw new UsageError('--template is a flag of plan');
+  if (a.verb === 'explain' && a.output === 'wide') throw new UsageError('explain -o: expected json or yaml');
   if (a.names.length > 0 && a.allNamespaces && a.verb !== 'help') throw new UsageError('a Gateway NAME is looked up in one namespace: use -n, not -A');
   return a;
 }

@@ -14,9 +14,10 @@ import type { Settings } from '../../functions/reconcile/plan/plan-types.js';
 import { parseTemplate, TemplateError, type Template } from '../../functions/reconcile/template.js';
 import type { Resource } from '../../api/watched-resources.js';
 import { VerbError } from './verb-error.js';
+import { CONTROLLER_SERVICE, DEFAULT_CONTROLLER_NAMESPACE } from './controller-health.js';
 
 /** Where the install puts the controller (infra/kustomization.yaml, infra/knative/service.yaml). */
-export const DEFAULT_CONTROLLER_SERVICE = { namespace: 'meridio-2-system', name: 'meridio-2-gateway-controller' } as const;
+export const DEFAULT_CONTROLLER_SERVICE = { namespace: DEFAULT_CONTROLLER_NAMESPACE, name: CONTROLLER_SERVICE } as const;
 
 export const KNATIVE_SERVICES: Resource = { group: 'serving.knative.dev', version: 'v1', plural: 'services' };
 

@@ -22,7 +22,7 @@ import { textTable } from './text-table.js';
 import { VerbError } from './verb-error.js';
 
 /** The exit codes of `plan` (docs/operations.md, "Upgrading"). */
-export const PLAN_EXIT = { nothingRolls: 0, error: 1, somethingRolls: 3 } as const;
+export const PLAN_EXIT = { nothingRolls: 0, somethingRolls: 1 } as const;
 
 export interface PlanArgs {
   name?: string;

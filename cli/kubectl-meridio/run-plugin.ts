@@ -9,6 +9,9 @@ import type { PluginContext, VerbResult } from './plugin-context.js';
 import { readOnlyApi } from './read-only-api.js';
 import { EXIT_NOT_FOUND, EXIT_USAGE, runStatus } from './status.js';
 import { runWait } from './wait.js';
+import { runExplain } from './explain.js';
+import { runPlan } from './plan.js';
+import { VerbError } from './verb-error.js';
 
 // The plugin from argv to exit code: parse, connect once (read-only),
 // dispatch to the verb, and turn every user error (bad flags, a kubeconfig
@@ -22,18 +25,20 @@ export interface PluginIo {
 
 type Verb = (ctx: PluginContext, args: PluginArgs) => Promise<VerbResult>;
 
-/**
- * The verbs that need the cluster. `explain` and `plan` are built on their
- * own branch (cli/kubectl-meridio/explain*.ts, plan*.ts): they join this
- * table as `explain: (ctx, a) => runExplain(ctx, ...)` when they land.
- */
+/** The verbs that need the cluster. */
 const VERBS: Partial<Record<PluginArgs['verb'], Verb>> = {
   status: (ctx, a) => runStatus(ctx, { name: a.names[0], exitCode: a.exitCode, controllerNamespace: a.controllerNamespace }),
   wait: (ctx, a) => runWait(ctx, { name: a.names[0] ?? '', timeoutMs: a.timeoutMs }),
+  explain: (ctx, a) => runExplain(ctx, { name: a.names[0] ?? '', controllerService: controllerService(a) }),
+  plan: (ctx, a) => runPlan(ctx, { ...(a.names[0] !== undefined && { name: a.names[0] }), ...(a.templateFile !== undefined && { templateFile: a.templateFile }), controllerService: controllerService(a) }),
 };
 
+function controllerService(a: PluginArgs): { namespace: string; name: string } {
+  return { namespace: a.controllerNamespace, name: a.controllerService };
+}
+
 function userError(err: unknown): string | undefined {
-  if (err instanceof StartupError) return err.message;
+  if (err instanceof StartupError || err instanceof VerbError) return err.message;
   if (err instanceof MalformedObjectError) return err.message;
   const api = classifyError(err);
   if (api === undefined) return undefined;

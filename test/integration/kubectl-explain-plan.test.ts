@@ -14,7 +14,9 @@ import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
 import { condition, configurationSpec, createClass, createConfiguration, createGateway, editDeployment, editSpec, readDeployment, readGateway } from '../support/fixtures.js';
 import { applyManifest, buildInstall, ensureKnativeCrds, objectManifest } from '../support/install.js';
-import { pluginReader, type PluginReader } from '../support/plugin-reader.js';
+import { kubectlMeridio, pluginReader, PLUGIN_READER_RBAC_FILE } from '../support/kubectl-meridio.js';
+import { shippedRbacDocument, type ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import { grantedKeys, usedKeys } from '../support/rbac-usage.js';
 import { freezeDeployments } from '../support/policies.js';
 import { CONTROLLER_NAME, TEMPLATE_FILE } from '../support/reconciler.js';
 import { useWorld } from '../support/world.js';
@@ -40,7 +42,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('kubectl meridio explain and plan, read-only', () => {
   const w = useWorld('kx');
-  let reader: PluginReader;
+  let reader: ServiceAccountIdentity;
   beforeAll(async () => {
     await ensureKnativeCrds();
   });
@@ -163,7 +165,7 @@ describe('kubectl meridio explain and plan, read-only', () => {
 
     // The installed template: g1 is in sync, g2 waits (it would roll): exit 3.
     const plan = await requestsOf(() => runPlan(ctx('json'), { ...where() }));
-    expect(plan.value.exitCode).toBe(3);
+    expect(plan.value.exitCode).toBe(1);
     const report = JSON.parse(plan.value.text) as Awaited<ReturnType<typeof planGateways>>;
     expect(report.gateways.map((g) => [g.gateway, g.verdict, g.rolls])).toEqual([[`${w.ns()}/g1`, 'nothing', false], [`${w.ns()}/g2`, 'queued', true]]);
     expect(report.gateways[1]?.fields).toEqual(['spec.template.spec.containers[loadbalancer].image']);
@@ -253,8 +255,48 @@ describe('kubectl meridio explain and plan, read-only', () => {
     expect((JSON.parse(meta.text) as Awaited<ReturnType<typeof planGateways>>).gateways[0]).toMatchObject({ verdict: 'metadata-only', rolls: false, fields: ['metadata.annotations.meridio-2.nordix.org/applied-gateway-generation'] });
     await editSpec(GATEWAY_CONFIGURATIONS, w.ns(), 'cfg', (s) => ({ ...s, networkAttachments: [{ type: 'NAD', nad: { name: 'other-net', namespace: 'default', interface: 'net1' } }] }));
     const roll = await runPlan(ctx('yaml'), { ...where(), name: 'gw' });
-    expect(roll.exitCode).toBe(3);
+    expect(roll.exitCode).toBe(1);
     expect(roll.text).toMatch(/verdict: pod-template-change/);
     expect(roll.text).toMatch(/- configuration/);
+  });
+
+  it('through the built plugin: the shipped reader role (its ClusterRole and Role) grants exactly what status, wait, explain and plan use', async () => {
+    await installController({ LB_ROLLOUT_BUDGET: '1', LB_PDB_MAX_UNAVAILABLE: '1' }, NEXT);
+    await zeroScaleConfiguration();
+    for (const gw of ['g1', 'g2']) await createGateway(w.ns(), gw, w.cls(), 'cfg');
+    // Routes admitted by a namespace selector: observe lists the namespaces.
+    await editSpec(GATEWAYS, w.ns(), 'g1', (s) => ({ ...s, listeners: [{ name: 'selected', port: 1, protocol: 'TCP', allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { team: 'a' } } } } }] }));
+    for (const gw of ['g1', 'g2']) await settledGateway(gw);
+    await scale('g1', 1);
+    expect(await reconcile(w.key('g1'), deps(NEXT, { rolloutBudget: 1 }))).toMatchObject({ outcome: 'applied', deploymentWritten: true });
+    await until('sllbr-g1 rolling', async () => (await progressing('g1')) !== 'NewReplicaSetAvailable');
+    expect(await reconcile(w.key('g2'), deps(NEXT, { rolloutBudget: 1 }))).toMatchObject({ outcome: 'rollout-queued' });
+
+    const at = ['--controller-namespace', w.ns()];
+    const { value: runs, requests } = await requestsOf(async () => ({
+      explain: await kubectlMeridio(['explain', 'g2', '-n', w.ns(), ...at], reader.kubeconfig),
+      plan: await kubectlMeridio(['plan', '-n', w.ns(), ...at], reader.kubeconfig),
+      statusAll: await kubectlMeridio(['status', '-A', ...at], reader.kubeconfig),
+      statusOne: await kubectlMeridio(['status', 'g1', '-n', w.ns(), ...at], reader.kubeconfig),
+      wait: await kubectlMeridio(['wait', 'g1', '--for=applied', '--timeout=30s', '-n', w.ns(), ...at], reader.kubeconfig),
+      missing: await kubectlMeridio(['plan', '-n', w.ns(), ...at, '--template', join(scratch, 'no-such-file.yaml')], reader.kubeconfig),
+    }));
+    expect(runs.explain).toMatchObject({ code: 0, stderr: '' });
+    expect(runs.explain.stdout.split('\n')[0]).toMatch(/its LB rollout waits for the rollout budget \(1 at once\), #1 in line/);
+    // Some LB Pods would roll (g2's): exit 1.
+    expect(runs.plan).toMatchObject({ code: 1, stderr: '' });
+    expect(runs.plan.stdout).toMatch(new RegExp(`^${w.ns()}/g2\\s+queued\\s+yes`, 'm'));
+    for (const run of [runs.statusAll, runs.statusOne, runs.wait]) expect(run).toMatchObject({ code: 0, stderr: '' });
+    // A user's error: one line, no stack, exit 3.
+    expect(runs.missing.code).toBe(3);
+    expect(runs.missing.stderr).toMatch(/^Error: --template .*no-such-file\.yaml: .*\n$/);
+
+    const mine = requests.filter((e) => e.user.username === reader.username);
+    expect(writes(mine)).toEqual([]);
+    expect(denied(mine)).toEqual([]);
+    const used = usedKeys(mine);
+    const granted = new Set([...grantedKeys(shippedRbacDocument(PLUGIN_READER_RBAC_FILE, 'ClusterRole')), ...grantedKeys(shippedRbacDocument(PLUGIN_READER_RBAC_FILE, 'Role'))]);
+    expect([...used].filter((u) => !granted.has(u)).sort()).toEqual([]);
+    expect([...granted].filter((g) => !used.has(g)).sort()).toEqual([]);
   });
 });

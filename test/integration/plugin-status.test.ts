@@ -184,7 +184,9 @@ describe('kubectl meridio status and wait, as the plugin reader', () => {
     window = await auditLog().begin();
   });
 
-  it('the reader role grants exactly what status and wait use', async () => {
+  // That the role grants nothing more than the four verbs use, with
+  // explain's and plan's Role: test/integration/kubectl-explain-plan.test.ts.
+  it('status and wait use nothing the reader role does not grant', async () => {
     await w.setup();
     await reconcile(w.key(), w.r().deps);
     for (const args of [['status', '-A'], ['status', 'gw', '-n', w.ns()], ['wait', 'gw', '--for=applied', '-n', w.ns()]]) expect((await plugin(...args)).code).toBe(0);
@@ -192,6 +194,5 @@ describe('kubectl meridio status and wait, as the plugin reader', () => {
     window = await auditLog().begin();
     const granted = grantedKeys(shippedClusterRole(PLUGIN_READER_RBAC_FILE));
     expect([...used].filter((u) => !granted.has(u)).sort()).toEqual([]);
-    expect([...granted].filter((g) => !used.has(g)).sort()).toEqual([]);
   });
 });

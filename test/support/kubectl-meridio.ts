@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
-import { KUBECTL_MERIDIO_ENTRY, pluginReaderIdentity } from '../../tools/harness/kubectl-meridio.js';
+import { ApiException, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
+import { shippedRbacDocument, type ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
+import { KUBECTL_MERIDIO_ENTRY, PLUGIN_READER_RBAC_FILE, pluginReaderIdentity } from '../../tools/harness/kubectl-meridio.js';
 import { repoPath } from '../../tools/harness/repo-root.js';
 import { adminConfig } from './cluster.js';
 import { deleteAfterTest } from './cluster-scoped.js';
@@ -13,10 +15,37 @@ import { deleteAfterTest } from './cluster-scoped.js';
 
 export { PLUGIN_READER_RBAC_FILE } from '../../tools/harness/kubectl-meridio.js';
 
-/** A ServiceAccount of `namespace` bound to the plugin reader role and nothing else; unbound after the test. */
-export async function pluginReader(namespace: string): Promise<ServiceAccountIdentity> {
+/**
+ * A ServiceAccount of `namespace` bound to the plugin reader role and
+ * nothing else; unbound after the test. With `controllerNamespace` (where
+ * the test installs the controller's Service and template ConfigMap), the
+ * shipped file's Role too, made there instead of in meridio-2-system.
+ */
+export async function pluginReader(namespace: string, controllerNamespace?: string): Promise<ServiceAccountIdentity> {
   const identity = await pluginReaderIdentity(adminConfig(), namespace);
   deleteAfterTest(`ClusterRoleBinding ${identity.binding}`, () => identity.dispose());
+  if (controllerNamespace !== undefined) {
+    const role = shippedRbacDocument(PLUGIN_READER_RBAC_FILE, 'Role');
+    const name = role.metadata?.name ?? 'meridio-2-plugin-reader';
+    const rbac = adminConfig().makeApiClient(RbacAuthorizationV1Api);
+    // In a namespace of the test, deleted with it.
+    await rbac.createNamespacedRole({ namespace: controllerNamespace, body: { ...role, metadata: { ...role.metadata, namespace: controllerNamespace } } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: controllerNamespace,
+      body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name: identity.serviceAccount, namespace }] },
+    });
+    // The authorizer learns of a binding from its informer: usable once a get answers 404 rather than 403.
+    const core = identity.kc.makeApiClient(CoreV1Api);
+    await waitFor(`the RoleBinding ${controllerNamespace}/${name} to take effect`, async () => {
+      try {
+        await core.readNamespacedConfigMap({ namespace: controllerNamespace, name: 'no-such-configmap' });
+        return true;
+      } catch (err) {
+        if (err instanceof ApiException && (err.code === 404 || err.code === 403)) return err.code === 404;
+        throw err;
+      }
+    });
+  }
   return identity;
 }
 
