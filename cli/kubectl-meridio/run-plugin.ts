@@ -26,7 +26,7 @@ export interface PluginIo {
 type Verb = (ctx: PluginContext, args: PluginArgs) => Promise<VerbResult>;
 
 /** The verbs that need the cluster. */
-const VERBS: Partial<Record<PluginArgs['verb'], Verb>> = {
+const VERBS: Record<Exclude<PluginArgs['verb'], 'help' | 'version'>, Verb> = {
   status: (ctx, a) => runStatus(ctx, { name: a.names[0], exitCode: a.exitCode, controllerNamespace: a.controllerNamespace }),
   wait: (ctx, a) => runWait(ctx, { name: a.names[0] ?? '', timeoutMs: a.timeoutMs }),
   explain: (ctx, a) => runExplain(ctx, { name: a.names[0] ?? '', controllerService: controllerService(a) }),
@@ -64,10 +64,6 @@ export async function runPlugin(argv: readonly string[], io: PluginIo, env: Reco
     return 0;
   }
   const verb = VERBS[args.verb];
-  if (verb === undefined) {
-    io.stderr(`Error: "${args.verb}" is not in this build of kubectl-meridio\n`);
-    return EXIT_USAGE;
-  }
   try {
     const { kc, namespace } = connect(args, env);
     const ctx: PluginContext = { api: readOnlyApi(kubeApi(kc)), controllerName: args.controllerName, namespace, output: args.output, now: new Date() };

@@ -188,8 +188,9 @@ describe('the entry, before any request', () => {
     expect((await run(['--help'])).stdout).toContain('Exit codes: 0 fine; 1 not applied');
   });
 
-  it('a verb this build lacks, a usage error, a kubeconfig that is not there: one line on stderr each, no stack', async () => {
-    expect(await run(['plan'])).toEqual({ code: 2, stdout: '', stderr: 'Error: "plan" is not in this build of kubectl-meridio\n' });
+  it('usage errors, a kubeconfig that is not there: one line on stderr each, no stack', async () => {
+    expect(await run(['explain'])).toEqual({ code: 2, stdout: '', stderr: "Error: explain takes exactly one Gateway NAME\nRun 'kubectl meridio --help' for usage.\n" });
+    expect(await run(['status', '--template', 't.yaml'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^Error: --template is a flag of plan\n/) });
     expect(await run(['status', '-o'])).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^Error: Option '-o, --output <value>' argument missing\n/) });
     expect(await run(['status', '-A', '--kubeconfig', '/nonexistent/kubeconfig'])).toEqual({ code: 3, stdout: '', stderr: 'Error: kubeconfig /nonexistent/kubeconfig (KUBECONFIG): /nonexistent/kubeconfig does not exist\n' });
   });
