@@ -22,7 +22,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { writeBundledPackages } from './bundled-packages.mts';
 import { deferModules } from './defer-modules.mts';
 import { modelTable } from './model-table.mts';
@@ -35,23 +35,35 @@ export function snapshotConfig(builder: string = SHIPPED_SCRIPT, withoutCodeCach
   return { builder, withoutCodeCache };
 }
 
-export async function buildShipped(): Promise<void> {
-  mkdirSync(join(root, 'dist'), { recursive: true });
+/**
+ * One minified CommonJS script for Node 24 from `entry` and all it imports
+ * (relative to the repository root): what a startup snapshot and a single
+ * executable (tools/plugin) both start from, since each takes one script and
+ * CommonJS only. The LB template decoder's models are cut to the table it
+ * reads (model-table.mts) in both. Returns the files the script holds.
+ */
+export async function bundleScript(entry: string, outfile: string, plugins: Plugin[] = []): Promise<string[]> {
+  mkdirSync(dirname(join(root, outfile)), { recursive: true });
   const result = await build({
     absWorkingDir: root,
-    entryPoints: ['functions/snapshot-main.ts'],
+    entryPoints: [entry],
     bundle: true,
     minify: true,
     platform: 'node',
     format: 'cjs',
     target: 'node24',
-    outfile: SHIPPED_SCRIPT,
+    outfile,
     logLevel: 'warning',
-    plugins: [modelTable(), deferModules(root)],
-    // Which packages the bundle holds: their package.json and licences go into the image.
+    plugins: [modelTable(), ...plugins],
     metafile: true,
   });
-  writeBundledPackages(root, Object.keys(result.metafile.inputs));
+  return Object.keys(result.metafile.inputs);
+}
+
+export async function buildShipped(): Promise<void> {
+  const inputs = await bundleScript('functions/snapshot-main.ts', SHIPPED_SCRIPT, [deferModules(root)]);
+  // Which packages the bundle holds: their package.json and licences go into the image.
+  writeBundledPackages(root, inputs);
   rmSync(join(root, SHIPPED_BLOB), { force: true });
   // Without V8's code cache: functions compiled while building are not kept
   // compiled, so the blob is 8 instead of 14 MB. Measured (bench P1, P5, two
