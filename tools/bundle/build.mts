@@ -19,13 +19,12 @@
 //
 // Usage: node tools/bundle/build.mts
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { bundleScript } from './bundle-script.mts';
 import { writeBundledPackages } from './bundled-packages.mts';
 import { deferModules } from './defer-modules.mts';
-import { modelTable } from './model-table.mts';
 import { SHIPPED_BLOB, SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from './shipped.mts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -33,31 +32,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Node's --build-snapshot-config: the script to run, and no code cache (see below). */
 export function snapshotConfig(builder: string = SHIPPED_SCRIPT, withoutCodeCache = true): { builder: string; withoutCodeCache: boolean } {
   return { builder, withoutCodeCache };
-}
-
-/**
- * One minified CommonJS script for Node 24 from `entry` and all it imports
- * (relative to the repository root): what a startup snapshot and a single
- * executable (tools/plugin) both start from, since each takes one script and
- * CommonJS only. The LB template decoder's models are cut to the table it
- * reads (model-table.mts) in both. Returns the files the script holds.
- */
-export async function bundleScript(entry: string, outfile: string, plugins: Plugin[] = []): Promise<string[]> {
-  mkdirSync(dirname(join(root, outfile)), { recursive: true });
-  const result = await build({
-    absWorkingDir: root,
-    entryPoints: [entry],
-    bundle: true,
-    minify: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node24',
-    outfile,
-    logLevel: 'warning',
-    plugins: [modelTable(), ...plugins],
-    metafile: true,
-  });
-  return Object.keys(result.metafile.inputs);
 }
 
 export async function buildShipped(): Promise<void> {

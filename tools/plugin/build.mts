@@ -23,7 +23,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } f
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import postject from 'postject';
-import { bundleScript } from '../bundle/build.mts';
+import { bundleScript } from '../bundle/bundle-script.mts';
 import { logger, runAsScript, type Log } from '../go-build.mts';
 import { ensureHostTools, type HostTool } from '../image/host-tools.mts';
 import { repoRoot } from '../harness/repo-root.ts';
