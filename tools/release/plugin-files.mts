@@ -38,6 +38,9 @@ export const PLUGIN_FILE_LINES: ReadonlyArray<[string, string]> = [
   [KREW_MANIFEST, `the krew plugin manifest: \`kubectl krew install --manifest=${KREW_MANIFEST}\``],
 ];
 
+/** Every plugin file a release holds. */
+export const PLUGIN_FILES: readonly string[] = PLUGIN_FILE_LINES.map(([f]) => f);
+
 const Sha256 = z.string().regex(/^[a-f0-9]{64}$/, 'a SHA-256 in lowercase hex');
 
 /** The krew Plugin manifest, as krew validates it (its internal/index/validation): what the release writes is parsed by this. */
