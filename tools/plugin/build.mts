@@ -12,7 +12,9 @@
 //    "Can't find string offset for section name '.note.100'" warnings for
 //    Node's ELF notes: harmless, the executable runs (the test runs it).
 // The blob has no startup snapshot and no code cache: both only load on the
-// platform that made them, and one blob then serves every platform.
+// platform that made them, and one blob then serves every platform. The code
+// cache's gain did not show (`kubectl-meridio version`, 10 runs each, on a
+// loaded machine: 0.26 to 0.35 s with it, 0.30 to 0.36 s without).
 //
 // Writes <out>/<os>-<arch>/kubectl-meridio (default out: dist/plugin).
 //
