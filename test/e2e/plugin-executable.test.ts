@@ -8,7 +8,7 @@ import { repoPath } from '../../tools/harness/repo-root.js';
 import { executableFile } from '../../tools/plugin/build.mjs';
 import { hostPlatform } from '../../tools/plugin/node-binaries.mjs';
 import { clusterInfo, useNamespace } from '../support/cluster.js';
-import { createGateway } from '../support/fixtures.js';
+import { createClass, createGateway } from '../support/fixtures.js';
 
 // The plugin as an operator runs it: the single executable of
 // `npm run build:plugin` (built here for this machine's platform, as the
@@ -59,12 +59,17 @@ describe('kubectl meridio, the single executable, through kubectl', () => {
     expect(list.stdout.split('\n')).toContain(executableFile(scratch, hostPlatform()!));
   });
 
-  it('kubectl meridio status -A names a Gateway created here, in a row of its own, and exits 0', async () => {
+  it('kubectl meridio status -A names a Gateway of this controller created here, in a row of its own, and exits 0', async () => {
     const name = 'gw-plugin';
+    // The controller's class (the default controllerName) and another's: only the first's Gateway gets a row.
+    await createClass(`class-${ns()}`);
+    await createClass(`other-${ns()}`, 'example.com/another-controller');
     await createGateway(ns(), name, `class-${ns()}`);
+    await createGateway(ns(), 'theirs', `other-${ns()}`);
     const status = await ran(kubectl, ['meridio', 'status', '-A'], env);
-    expect(status).toMatchObject({ code: 0 });
+    expect(status).toMatchObject({ code: 0, stderr: '' });
     const rows = status.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
-    expect(rows.some((cells) => cells[0] === ns() && cells[1] === name)).toBe(true);
+    // Reconciled by no one here: the conditions the API server defaults, no configuration, no Deployment.
+    expect(rows.filter((cells) => cells[0] === ns()).map((cells) => cells.slice(0, 5))).toEqual([[ns(), name, 'Unknown/Pending', 'Unknown/Pending', '-/-']]);
   });
 });
