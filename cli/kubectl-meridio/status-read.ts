@@ -11,8 +11,8 @@ import type { StatusSnapshot } from './status-rows.js';
 // bounded by the number of pages, not of Gateways: the Gateways, the LB
 // Deployments (by the label every one carries) and the GatewayConfigurations
 // of the scope in pages of 500, the classes once, and only what the lists
-// leave out one by one: a class default configuration in another namespace,
-// and the cluster-wide rollout line when a Gateway in a narrower scope is
+// leave out one by one: a class default configuration in a namespace the
+// list did not cover, and the cluster-wide rollout line when a Gateway in a narrower scope is
 // queued in it. One Gateway by name is a handful of gets.
 
 export class GatewayNotFound extends Error {
@@ -21,13 +21,13 @@ export class GatewayNotFound extends Error {
 
 const key = (namespace: string | undefined, name: string): string => `${namespace ?? ''}/${name}`;
 
-async function referencedConfigurations(api: KubeApi, snapshot: Omit<StatusSnapshot, 'census'>, count: RequestCount): Promise<GatewayConfiguration[]> {
+async function referencedConfigurations(api: KubeApi, snapshot: Omit<StatusSnapshot, 'census'>, listed: (namespace: string) => boolean, count: RequestCount): Promise<GatewayConfiguration[]> {
   const have = new Set(snapshot.configurations.map((c) => key(c.metadata.namespace, c.metadata.name)));
   const classes = new Map(snapshot.classes.map((c) => [c.metadata.name, c]));
   const missing = new Map<string, { namespace: string; name: string }>();
   for (const gw of snapshot.gateways) {
     const ref = effectiveParametersRef(gw, classes.get(gw.spec.gatewayClassName) ?? null);
-    if (readableRef(ref) && !have.has(key(ref.namespace, ref.name))) missing.set(key(ref.namespace, ref.name), { namespace: ref.namespace, name: ref.name });
+    if (readableRef(ref) && !listed(ref.namespace) && !have.has(key(ref.namespace, ref.name))) missing.set(key(ref.namespace, ref.name), { namespace: ref.namespace, name: ref.name });
   }
   const got = await Promise.all([...missing.values()].map((m) => {
     count.requests++;
@@ -60,7 +60,9 @@ export async function readStatusSnapshot(api: KubeApi, controllerName: string, s
   }
   const classes = await classesRead;
   const partial = { controllerName, gateways, classes, configurations, deployments };
-  configurations = [...configurations, ...(await referencedConfigurations(api, partial, count))];
+  // A configuration missing from a namespace the list covered does not exist: no get can find it.
+  const listed = (namespace: string): boolean => name === undefined && (scope === undefined || scope.includes(namespace));
+  configurations = [...configurations, ...(await referencedConfigurations(api, partial, listed, count))];
   // The line spans every namespace the controller serves: a narrower read cannot place a queued Gateway in it.
   const needsLine = (scope !== undefined || name !== undefined) && gateways.some(isQueued);
   if (!needsLine) return { ...partial, configurations };

@@ -142,6 +142,14 @@ describe('kubectl meridio status and wait, as the plugin reader', () => {
     expect(await row('gw')).toMatchObject({ ACCEPTED: 'False/InvalidParameters', PROGRAMMED: 'False/Invalid', APPLIED: '-/- Pending', LB: '-', ROLLOUT: '-' });
     const wide = tableRows((await plugin('status', '-n', w.ns(), '-o', 'wide')).stdout)[0];
     expect(wide?.MESSAGE).toContain('missing');
+    expect((await plugin('status', '-A')).code).toBe(0);
+    // The lists covered the namespace: no get looks again for what they did not find.
+    expect((await readerRequests()).filter((e) => e.verb === 'get' && e.objectRef?.resource === 'gatewayconfigurations').map((e) => e.requestURI)).toEqual([]);
+    window = await auditLog().begin();
+    // By name nothing was listed: one get, which finds nothing either.
+    expect(await plugin('status', 'gw', '-n', w.ns())).toMatchObject({ code: 0 });
+    expect((await readerRequests()).filter((e) => e.verb === 'get' && e.objectRef?.resource === 'gatewayconfigurations').map((e) => e.objectRef?.name)).toEqual(['missing']);
+    window = await auditLog().begin();
   });
 
   it('name collision: a Deployment of the name this Gateway does not control counts for nothing', async () => {
