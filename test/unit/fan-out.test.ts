@@ -386,3 +386,54 @@ describe('fanOut: failures per key', () => {
     for (const k of ks) if (!bad.has(text(k)) && text(k) !== flaky) expect(sink.attempts(text(k))).toBe(1);
   });
 });
+
+describe('fanOut: batches of one namespace', () => {
+  /** Every Gateway a received request names, as the receiving function parses it. */
+  const named = (r: Received): string[] => {
+    const parsed = parseIncoming(HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>);
+    if (parsed.kind !== 'reconcile') throw new Error(`unexpected ${parsed.kind}`);
+    return [parsed.key, ...(parsed.also ?? []).map((g) => g.key)].map(text);
+  };
+
+  it('names at most `batch` Gateways per request, never two namespaces in one, each Gateway exactly once, with its hint', async () => {
+    const sink = await startSink(() => 202);
+    const hint = (name: string) => ({ gatewayClassName: `class-of-${name}`, routeScope: 'same' as const });
+    // Interleaved namespaces: grouped by namespace, in their order.
+    const ks = [...keys(7), ...keys(3, 'team-b')].sort((a, b) => a.name.localeCompare(b.name));
+    const result = await fanOut(ks.map((key) => ({ key, hint: hint(key.name) })), CAUSE, { sink: sink.url, batch: 3, ...FAST });
+    expect(result).toEqual({ sent: 10, failed: [], unsent: 0 });
+    const requests = sink.received.map(named);
+    // team-a: 3 + 3 + 1, team-b: 3.
+    expect(requests.map((r) => r.length).sort()).toEqual([1, 3, 3, 3]);
+    for (const r of requests) expect(new Set(r.map((k) => k.split('/')[0])).size).toBe(1);
+    expect(requests.flat().sort()).toEqual(ks.map(text).sort());
+    for (const r of sink.received) {
+      const parsed = parseIncoming(HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>);
+      if (parsed.kind !== 'reconcile') throw new Error(`unexpected ${parsed.kind}`);
+      // The subject names the first; every Gateway keeps its own hint.
+      expect(r.headers['ce-subject']).toBe(`namespaces/${parsed.key.namespace}/gateways/${parsed.key.name}`);
+      for (const g of [{ key: parsed.key, hint: parsed.hint }, ...(parsed.also ?? [])]) expect(g.hint).toEqual(hint(g.key.name));
+    }
+  });
+
+  it('a batch that fails is reported for each Gateway it names; retried as one request', async () => {
+    const ks = keys(5);
+    const sink = await startSink((r) => (r.key === text(ks[0]!) ? 400 : r.attempt === 1 ? 503 : 204));
+    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, batch: 3, ...FAST });
+    expect(result.sent).toBe(2);
+    expect(result.failed.map((f) => text(f.key))).toEqual(ks.slice(0, 3).map(text));
+    // The first batch refused once for good; the second retried once, whole.
+    expect(sink.received.map(named)).toEqual([ks.slice(0, 3).map(text), ks.slice(3).map(text), ks.slice(3).map(text)]);
+  });
+
+  it('counts what it left once handOverBy passed in Gateways, not requests', async () => {
+    const handOverBy = Date.now() + 50;
+    const sink = await startSink(async () => {
+      while (Date.now() <= handOverBy) await new Promise((r) => setTimeout(r, 5));
+      return 202;
+    });
+    const result = await fanOutKeys(keys(10), CAUSE, { sink: sink.url, concurrency: 1, batch: 4, handOverBy, ...FAST });
+    expect(result).toEqual({ sent: 4, failed: [], unsent: 6 });
+    expect(sink.received).toHaveLength(1);
+  });
+});
