@@ -16,7 +16,9 @@ import { sharedReads, type ObserveReads } from './reconcile/shared-reads.js';
 // it decided on, and folding their (result, next step) pairs into one.
 
 /**
- * Gateways of one namespace per fan-out request. A batch reads its class,
+ * Gateways of one namespace per fan-out request at most; a fan-out small
+ * enough to have every request in flight at once still sends one per Gateway
+ * (fan-out.ts batchSize). A batch reads its class,
  * GatewayConfiguration and routes once instead of once per Gateway, and
  * reconciles its Gateways one after another, so that a Pod still has at
  * most containerConcurrency reconciles in flight (infra/knative/service.yaml).

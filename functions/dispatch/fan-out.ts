@@ -14,11 +14,14 @@ import type { Telemetry, TraceHeaders } from '../telemetry/telemetry.js';
 // resync of thousands of Gateways from opening thousands of sockets; bounded
 // retries cover a sink that blips.
 
+/** Requests in flight at once, unless FanOutOptions.concurrency says otherwise. */
+export const FAN_OUT_CONCURRENCY = 16;
+
 export interface FanOutOptions {
   sink: string;
-  /** Requests in flight at once. */
+  /** Requests in flight at once (default FAN_OUT_CONCURRENCY). */
   concurrency?: number;
-  /** Gateways of one namespace one request names at most (default 1: a request each). */
+  /** Gateways of one namespace one request names at most (default 1: a request each); see batchSize. */
   batch?: number;
   retries?: number;
   /** Base backoff; doubles per retry. */
@@ -48,6 +51,19 @@ export interface FanOutResult {
   failed: { key: GatewayKey; error: string }[];
   /** Targets not attempted because `handOverBy` passed first. */
   unsent: number;
+}
+
+/**
+ * How many Gateways one request names in a fan-out of `targets`. One each
+ * while every request can be in flight at once: the Gateways are then
+ * reconciled side by side, the quickest. Beyond that, requests would wait
+ * their turn anyway, so a request names just enough Gateways that each of the
+ * `concurrency` senders has about one (at most `batch`): reconciled one after
+ * another, they take no longer than requests waiting in line would, and read
+ * what they share once.
+ */
+export function batchSize(targets: number, concurrency: number, batch: number): number {
+  return Math.max(1, Math.min(Math.floor(batch), Math.ceil(targets / Math.max(1, concurrency))));
 }
 
 /** The targets cut into requests: those of one namespace together, in their order, at most `size` each. */
@@ -105,10 +121,10 @@ const PLAIN_CLIENT: SinkClient = {
 };
 
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, batch = 1, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, client = PLAIN_CLIENT, telemetry } = opts;
+  const { sink, concurrency = FAN_OUT_CONCURRENCY, batch = 1, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, client = PLAIN_CLIENT, telemetry } = opts;
   const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
   telemetry.fanOut(targets.length);
-  const requests = batches(targets, batch) as [Target, ...Target[]][];
+  const requests = batches(targets, batchSize(targets.length, concurrency, batch)) as [Target, ...Target[]][];
   let next = 0;
   let handedOver = 0;
   const inTime = (): boolean => handOverBy === undefined || Date.now() < handOverBy;

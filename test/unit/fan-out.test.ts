@@ -7,7 +7,7 @@ import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { parseIncoming } from '../../events/incoming.js';
 import { type GatewayKey } from '../../api/gateway-key.js';
 import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
-import { fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
+import { batchSize, fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
 import { NO_TELEMETRY, type Telemetry } from '../../functions/telemetry/telemetry.js';
 import { sinkClient } from '../../functions/dispatch/sink-client.js';
 
@@ -400,7 +400,8 @@ describe('fanOut: batches of one namespace', () => {
     const hint = (name: string) => ({ gatewayClassName: `class-of-${name}`, routeScope: 'same' as const });
     // Interleaved namespaces: grouped by namespace, in their order.
     const ks = [...keys(7), ...keys(3, 'team-b')].sort((a, b) => a.name.localeCompare(b.name));
-    const result = await fanOut(ks.map((key) => ({ key, hint: hint(key.name) })), CAUSE, { sink: sink.url, batch: 3, ...FAST });
+    // Two senders for ten Gateways: requests would wait, so they are batched.
+    const result = await fanOut(ks.map((key) => ({ key, hint: hint(key.name) })), CAUSE, { sink: sink.url, concurrency: 2, batch: 3, ...FAST });
     expect(result).toEqual({ sent: 10, failed: [], unsent: 0 });
     const requests = sink.received.map(named);
     // team-a: 3 + 3 + 1, team-b: 3.
@@ -419,11 +420,28 @@ describe('fanOut: batches of one namespace', () => {
   it('a batch that fails is reported for each Gateway it names; retried as one request', async () => {
     const ks = keys(5);
     const sink = await startSink((r) => (r.key === text(ks[0]!) ? 400 : r.attempt === 1 ? 503 : 204));
-    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, batch: 3, ...FAST });
+    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency: 1, batch: 3, ...FAST });
     expect(result.sent).toBe(2);
     expect(result.failed.map((f) => text(f.key))).toEqual(ks.slice(0, 3).map(text));
     // The first batch refused once for good; the second retried once, whole.
     expect(sink.received.map(named)).toEqual([ks.slice(0, 3).map(text), ks.slice(3).map(text), ks.slice(3).map(text)]);
+  });
+
+  it('one Gateway per request while every request fits in flight at once; beyond, just enough per request for each sender to have about one', async () => {
+    const sink = await startSink(() => 202);
+    await fanOutKeys(keys(3), CAUSE, { sink: sink.url, concurrency: 4, batch: 10, ...FAST });
+    expect(sink.received.map((r) => named(r).length)).toEqual([1, 1, 1]);
+    sink.received.length = 0;
+    await fanOutKeys(keys(100), CAUSE, { sink: sink.url, concurrency: 16, batch: 10, ...FAST });
+    // ceil(100 / 16) = 7 a request: 14 of 7 and one of 2, every sender busy once.
+    expect(sink.received.map((r) => named(r).length).sort((a, b) => a - b)).toEqual([2, ...Array<number>(14).fill(7)]);
+    sink.received.length = 0;
+    await fanOutKeys(keys(1000), CAUSE, { sink: sink.url, concurrency: 16, batch: 10, ...FAST });
+    expect(sink.received).toHaveLength(100);
+  });
+
+  it('batchSize: never below one nor above the batch', () => {
+    expect([batchSize(0, 16, 10), batchSize(16, 16, 10), batchSize(17, 16, 10), batchSize(100, 16, 10), batchSize(10_000, 16, 10), batchSize(100, 16, 1), batchSize(5, 0, 10)]).toEqual([1, 1, 2, 7, 10, 1, 5]);
   });
 
   it('counts what it left once handOverBy passed in Gateways, not requests', async () => {
