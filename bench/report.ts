@@ -127,7 +127,18 @@ export function targets(r: BenchResults): TargetRow[] {
     });
   }
   const p4 = r.p4?.sizes.find((s) => s.n === 100) ?? r.p4?.sizes[r.p4.sizes.length - 1];
-  if (p4) rows.push({ figure: `P4 ${p4.n} Gateways`, target: p4.n === 100 ? '≤ 5 s' : '≤ 5 s (at n = 100)', measured: ms(p4.convergedMs.median), met: p4.n === 100 ? p4.convergedMs.median <= 5000 : null, note: `${p4.counts.total} requests (${p4.requestsPerGateway.toFixed(2)} per Gateway)` });
+  if (p4) {
+    const at100 = p4.n === 100;
+    const classLists = p4.counts.byVerb['list gatewayclasses'] ?? 0;
+    rows.push({ figure: `P4 ${p4.n} Gateways`, target: at100 ? '≤ 1.5 s quiet' : '≤ 1.5 s quiet (at n = 100)', measured: ms(p4.convergedMs.median), met: at100 ? p4.convergedMs.median <= 1500 : null, note: `load ${p4.load ?? '–'}` });
+    rows.push({
+      figure: `P4 ${p4.n} Gateways, requests`,
+      target: '≤ 6 per Gateway, 1 GatewayClass list per event',
+      measured: `${p4.requestsPerGateway.toFixed(2)} per Gateway, ${classLists} GatewayClass list`,
+      met: p4.requestsPerGateway <= 6 && classLists === 1,
+      note: `${p4.counts.total} requests`,
+    });
+  }
   const p5rows = (r.p5?.variants ?? []).filter((v) => !exploratory(r, v.variant));
   const p5 = p5rows.find((v) => v.variant === 'shipped') ?? p5rows[0];
   const p5best = r.p5 ? [...p5rows].sort((a, b) => a.peakMb.median - b.peakMb.median)[0] : undefined;
@@ -311,11 +322,11 @@ export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): s
   if (r.p4) {
     L.push('## P4 fan-out convergence');
     L.push('');
-    L.push('How: one GatewayConfiguration shared by n Gateways in one namespace, all Applied; it is edited once (not timed), then the ApiServerSource Resource-mode update event for it (`apiServerEvent` in events/outgoing.ts, the new object as data) is posted to the function. Dispatch lists the namespace\'s Gateways and fans out one reconcile request per Gateway to K_SINK, which is the function itself (16 in flight), and answers once all have answered. *Converged*: event posted until every Gateway reads back Applied=True naming the new generation (the read-back confirms what the dispatch answer already implies). Requests: audit log, controller identity, whole window.');
+    L.push('How: one GatewayConfiguration shared by n Gateways in one namespace, all Applied; it is edited once (not timed), then the ApiServerSource Resource-mode update event for it (`apiServerEvent` in events/outgoing.ts, the new object as data) is posted to the function. Dispatch lists the namespace\'s Gateways and fans out reconcile requests to K_SINK, which is the function itself (16 in flight), one per Gateway up to 16, beyond that each naming a batch of ceil(n / 16) Gateways (at most 10) whose class, GatewayConfiguration and routes it reads once (docs/design.md §2), and answers once all have answered. *outcomes* counts the reconcile requests (batches) by outcome. *Converged*: event posted until every Gateway reads back Applied=True naming the new generation (the read-back confirms what the dispatch answer already implies). Requests: audit log, controller identity, whole window.');
     L.push('');
-    L.push('| n | event → dispatch answered | event → all Applied (new generation) | requests | per Gateway | per-reconcile time in function | outcomes | repeats |');
-    L.push('|---|---|---|---|---|---|---|---|');
-    for (const s of r.p4.sizes) L.push(`| ${s.n} | ${sumMs(s.dispatchMs)} | ${sumMs(s.convergedMs)} | ${s.counts.total} (${verbs(s.counts)}) | ${s.requestsPerGateway.toFixed(2)} | ${ms(s.reconcileMs.median)} (p99 ${ms(s.reconcileMs.p99)}) | ${Object.entries(s.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')} | ${s.repeats} |`);
+    L.push('| n | event → dispatch answered | event → all Applied (new generation) | requests | per Gateway | per-request time in function | outcomes | repeats | load |');
+    L.push('|---|---|---|---|---|---|---|---|---|');
+    for (const s of r.p4.sizes) L.push(`| ${s.n} | ${sumMs(s.dispatchMs)} | ${sumMs(s.convergedMs)} | ${s.counts.total} (${verbs(s.counts)}) | ${s.requestsPerGateway.toFixed(2)} | ${ms(s.reconcileMs.median)} (p99 ${ms(s.reconcileMs.p99)}) | ${Object.entries(s.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')} | ${s.repeats} | ${s.load ?? '–'} |`);
     L.push('');
   }
 
