@@ -17,6 +17,13 @@ export const PURE_FILES = [
   'functions/dispatch/class-defaults.ts',
   'functions/dispatch/resync-plan.ts',
   'functions/kube/retry-policy.ts',
+  // The kubectl plugin's rows, text, health line and command line.
+  'cli/kubectl-meridio/status-rows.ts',
+  'cli/kubectl-meridio/status-table.ts',
+  'cli/kubectl-meridio/controller-health.ts',
+  'cli/kubectl-meridio/human-duration.ts',
+  'cli/kubectl-meridio/go-duration.ts',
+  'cli/kubectl-meridio/args.ts',
 ];
 
 /** The leaf module every layer shares: API names, object schemas, the Gateway key, the watched resources. Pure as well. */

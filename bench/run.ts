@@ -65,6 +65,8 @@ started as the image starts it) in every figure, P1 to P6, and writes bench/REPO
                            (cgroup v1 memory controller, writable: root), else none
   --p7-routes a,b,c        L34Routes in the Gateway's namespace (default 0,1000,5000; quick 0,50)
   --p7-samples N           no-op reconciles per route count (default 30; quick 5)
+  --p9-sizes a,b           Gateways for \`kubectl meridio status -A\` (default 1000; quick 20)
+  --p9-repeats N           runs of the plugin per size (default 3; quick 1)
   --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
   --variant-entry name=path  an extra build of the function to measure (e.g. a patched copy;
                            a .blob is started with --snapshot-blob)
@@ -127,6 +129,8 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
       'p6-memory-limit': { type: 'string' },
       'p7-routes': { type: 'string' },
       'p7-samples': { type: 'string' },
+      'p9-sizes': { type: 'string' },
+      'p9-repeats': { type: 'string' },
       'controller-manager': { type: 'boolean' },
       'variant-entry': { type: 'string', multiple: true },
       'variant-env': { type: 'string', multiple: true },
@@ -166,6 +170,8 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
   if (values['p6-memory-limit'] !== undefined) o.p6MemoryLimit = values['p6-memory-limit'] === 'none' ? null : values['p6-memory-limit'];
   if (values['p7-routes'] !== undefined) o.p7Routes = values['p7-routes'].split(',').map((x) => int(x.trim()));
   if (values['p7-samples'] !== undefined) o.p7Samples = int(values['p7-samples']);
+  if (values['p9-sizes'] !== undefined) o.p9Sizes = values['p9-sizes'].split(',').map((x) => int(x.trim()));
+  if (values['p9-repeats'] !== undefined) o.p9Repeats = int(values['p9-repeats']);
   if (values['controller-manager']) o.controllerManager = true;
   for (const spec of values['variant-entry'] ?? []) {
     const eq = spec.indexOf('=');

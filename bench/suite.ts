@@ -12,6 +12,7 @@ import { measureFanOut, type P4Result } from './measures/fan-out.js';
 import { measureMemory, type P5Result } from './measures/memory.js';
 import { measureRequests, type P3Result } from './measures/requests.js';
 import { measureResync, type P6Result } from './measures/resync.js';
+import { measurePluginStatus, type P9Result } from './measures/plugin-status.js';
 import { memoryCgroupsAvailable, shippedMemoryLimit } from './lib/memory-cgroup.js';
 import { measureRouteRead, type P7Result } from './measures/route-read.js';
 import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
@@ -21,7 +22,7 @@ import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
 // shipped build; `explore` adds the other builds to P1 and P5 and what each
 // dependency costs alone (bench/explore/).
 
-export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'P7'] as const;
+export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'P7', 'P9'] as const;
 export type Figure = (typeof FIGURES)[number];
 
 export interface BenchOptions {
@@ -53,6 +54,9 @@ export interface BenchOptions {
   /** L34Routes in the Gateway's namespace, per P7 row. */
   p7Routes: number[];
   p7Samples: number;
+  /** Gateways per P9 row (`kubectl meridio status -A`), and its runs per row. */
+  p9Sizes: number[];
+  p9Repeats: number;
   controllerManager: boolean;
   /** The build every figure but P1 and P5 runs (default tsc, the shipped one). */
   mainVariant: string;
@@ -73,11 +77,11 @@ export function defaultOptions(quick: boolean, explore = false): BenchOptions {
   return quick
     ? {
         ...shared, p1Spawns: 3, p1ImportRepeats: explore ? 1 : 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
-        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p6Sizes: [10, 20, 40], p6Passes: 1, p7Routes: [0, 50], p7Samples: 5,
+        p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p6Sizes: [10, 20, 40], p6Passes: 1, p7Routes: [0, 50], p7Samples: 5, p9Sizes: [20], p9Repeats: 1,
       }
     : {
         ...shared, p1Spawns: 20, p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
-        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p6Sizes: [1000, 10000], p6Passes: 3, p7Routes: [0, 1000, 5000], p7Samples: 30,
+        p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p6Sizes: [1000, 10000], p6Passes: 3, p7Routes: [0, 1000, 5000], p7Samples: 30, p9Sizes: [1000], p9Repeats: 3,
       };
 }
 
@@ -98,6 +102,7 @@ export interface BenchResults {
   p5?: P5Result;
   p6?: P6Result;
   p7?: P7Result;
+  p9?: P9Result;
   errors: Partial<Record<Figure, string>>;
 }
 
@@ -150,6 +155,8 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     if (p6) results.p6 = p6;
     const p7 = await timed('P7', () => measureRouteRead(ctx, { routeCounts: o.p7Routes, samples: o.p7Samples, variant: main }));
     if (p7) results.p7 = p7;
+    const p9 = await timed('P9', () => measurePluginStatus(ctx, { sizes: o.p9Sizes, repeats: o.p9Repeats, variant: main }));
+    if (p9) results.p9 = p9;
   } finally {
     prepared.dispose();
     await sink?.close();

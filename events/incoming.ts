@@ -5,6 +5,9 @@ import { NamespaceName, ObjectName, type GatewayKey } from '../api/gateway-key.j
 import { watchedKind, type WatchedKind } from '../api/watched-resources.js';
 import { ObserveHintSchema, type ObserveHint } from './observe-hint.js';
 
+/** The most Gateways one reconcile request may name: bounds one request's work. */
+export const MAX_BATCH = 50;
+
 // Every CloudEvent the function accepts, parsed into one tagged union. Event
 // content is a hint, never the truth (the reconcile reads current state), so
 // the schemas demand only what routing needs and pass the rest through.
@@ -42,8 +45,20 @@ export const ReconcileData = z.looseObject({
   cause: z.looseObject({ type: z.string().max(256), id: z.string().max(256), subject: z.string().max(1024).optional() }).optional(),
   /** What the Gateway names, as dispatch saw it: read first, trusted never (a malformed one is dropped, not refused). */
   hint: ObserveHintSchema.optional().catch(undefined),
+  /**
+   * Further Gateways of the same namespace that this request names (a fan-out
+   * batch, fan-out.ts): each reconciled as if it had a request of its own,
+   * their shared reads made once (docs/design.md §2).
+   */
+  also: z.array(z.strictObject({ name: ObjectName, hint: ObserveHintSchema.optional().catch(undefined) })).max(MAX_BATCH - 1).optional(),
 });
 export type ReconcileData = z.infer<typeof ReconcileData>;
+
+/** A Gateway a request names, with its observe hint. */
+export interface Named {
+  key: GatewayKey;
+  hint?: ObserveHint;
+}
 
 export type Action = 'add' | 'update' | 'delete';
 
@@ -56,9 +71,10 @@ export type Incoming =
       /** Resource mode only: the object as the event carried it (the new one on update, the last one on delete). */
       object: WatchedObject | undefined;
     }
-  | { kind: 'reconcile'; key: GatewayKey; cause: ReconcileData['cause']; hint?: ObserveHint }
+  /** `also`: the further Gateways of a batch, present only when the request names more than one. */
+  | { kind: 'reconcile'; key: GatewayKey; cause: ReconcileData['cause']; hint?: ObserveHint; also?: Named[] }
   | { kind: 'ping' }
-  | { kind: 'dead-letter'; key: GatewayKey; error: { code: number | undefined; destination: string | undefined; data: string | undefined } }
+  | { kind: 'dead-letter'; key: GatewayKey; error: { code: number | undefined; destination: string | undefined; data: string | undefined }; also?: Named[] }
   /** Well-formed but not for us: answered 2xx and logged. */
   | { kind: 'ignored'; reason: string };
 
@@ -126,11 +142,11 @@ export function parseIncoming(event: CloudEventV1<unknown>, deadLetterPath = fal
   if (deadLetterPath || dead) {
     if (type !== RECONCILE_TYPE) return { kind: 'ignored', reason: `dead-lettered event of type ${type}: only reconcile requests are recorded` };
     const d = parse(ReconcileData, data(event), 'reconcile data');
-    return { kind: 'dead-letter', key: { namespace: d.namespace, name: d.name }, error: dead ?? { code: undefined, destination: undefined, data: undefined } };
+    return { kind: 'dead-letter', key: { namespace: d.namespace, name: d.name }, error: dead ?? { code: undefined, destination: undefined, data: undefined }, ...alsoNamed(d) };
   }
   if (type === RECONCILE_TYPE) {
     const d = parse(ReconcileData, data(event), 'reconcile data');
-    return { kind: 'reconcile', key: { namespace: d.namespace, name: d.name }, cause: d.cause, ...(d.hint ? { hint: d.hint } : {}) };
+    return { kind: 'reconcile', key: { namespace: d.namespace, name: d.name }, cause: d.cause, ...(d.hint ? { hint: d.hint } : {}), ...alsoNamed(d) };
   }
   if (type === PING_TYPE) return { kind: 'ping' };
 
@@ -146,6 +162,12 @@ export function parseIncoming(event: CloudEventV1<unknown>, deadLetterPath = fal
     return apiServerIncoming(action, { ...object.metadata, apiVersion: object.apiVersion, kind: object.kind }, object);
   }
   return apiServerIncoming(action, parse(ObjectReference, data(event), 'ApiServerSource reference data'), undefined);
+}
+
+/** The rest of a batch, keyed in the request's namespace; nothing when the request names one Gateway. */
+function alsoNamed(d: ReconcileData): { also?: Named[] } {
+  if (!d.also || d.also.length === 0) return {};
+  return { also: d.also.map((g) => ({ key: { namespace: d.namespace, name: g.name }, ...(g.hint ? { hint: g.hint } : {}) })) };
 }
 
 /** Resource mode carries the object, Reference mode only what names it. */

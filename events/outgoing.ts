@@ -1,21 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
-import type { ReconcileData } from './incoming.js';
+import type { Named, ReconcileData } from './incoming.js';
 import type { GatewayKey } from '../api/gateway-key.js';
 import { API_SOURCE_RESOURCE_TYPES, PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from './types.js';
 
 // Constructors for the events the controller emits (reconcile requests) and,
 // for the local event source and the tests, the ones Knative would send.
 
-/** A reconcile request; the observe hint rides along in the data when given (observe-hint.ts). */
-export function reconcileEvent(key: GatewayKey, cause?: ReconcileData['cause'], hint?: ReconcileData['hint']): CloudEvent<ReconcileData> {
+/**
+ * A reconcile request; the observe hint rides along in the data when given
+ * (observe-hint.ts). `also`: further Gateways of the key's namespace, a
+ * fan-out batch (the subject names the first).
+ */
+export function reconcileEvent(key: GatewayKey, cause?: ReconcileData['cause'], hint?: ReconcileData['hint'], also: readonly Named[] = []): CloudEvent<ReconcileData> {
+  if (also.some((g) => g.key.namespace !== key.namespace)) throw new Error(`a reconcile request names Gateways of one namespace (${key.namespace}) only`);
+  const rest = also.map((g) => ({ name: g.key.name, ...(g.hint ? { hint: g.hint } : {}) }));
   return new CloudEvent<ReconcileData>({
     id: randomUUID(),
     type: RECONCILE_TYPE,
     source: RECONCILE_SOURCE,
     subject: `namespaces/${key.namespace}/gateways/${key.name}`,
     datacontenttype: 'application/json',
-    data: { namespace: key.namespace, name: key.name, ...(cause ? { cause } : {}), ...(hint ? { hint } : {}) },
+    data: { namespace: key.namespace, name: key.name, ...(cause ? { cause } : {}), ...(hint ? { hint } : {}), ...(rest.length > 0 ? { also: rest } : {}) },
   });
 }
 

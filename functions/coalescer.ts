@@ -10,7 +10,9 @@
 // arrived, so it reflects the state at least as new as the event. A run works
 // for the caller with the latest deadline among those it answers (its
 // invocation's signal, its API client): it lasts as long as someone still
-// waits for it, and not a moment longer (docs/design.md §2).
+// waits for it, and not a moment longer (docs/design.md §2). A run that
+// waited in line is told so: what its caller read before the run started
+// may be older than a request the run answers, so it must read afresh.
 
 /** Who asks for a run: at least when it stops waiting (ms since the epoch). */
 export interface Caller {
@@ -21,13 +23,16 @@ interface Pending<T, C extends Caller> {
   promise: Promise<T>;
   resolve(value: T): void;
   reject(reason: unknown): void;
-  work: (caller: C) => Promise<T>;
+  work: Work<T, C>;
   caller: C;
 }
 
+/** `queued`: the run waited behind another, and answers requests that arrived meanwhile. */
+export type Work<T, C> = (caller: C, queued: boolean) => Promise<T>;
+
 export interface Coalescer<T, C extends Caller = Caller> {
   /** `work` gets the caller the run works for: the latest deadline of those it answers. */
-  run(key: string, caller: C, work: (caller: C) => Promise<T>): Promise<T>;
+  run(key: string, caller: C, work: Work<T, C>): Promise<T>;
   /** Keys with work in flight (for tests and metrics). */
   size(): number;
 }
@@ -35,17 +40,17 @@ export interface Coalescer<T, C extends Caller = Caller> {
 export function coalescer<T, C extends Caller = Caller>(): Coalescer<T, C> {
   const inFlight = new Map<string, { next?: Pending<T, C> }>();
 
-  const start = (key: string, caller: C, work: (caller: C) => Promise<T>): Promise<T> => {
+  const start = (key: string, caller: C, work: Work<T, C>, queued: boolean): Promise<T> => {
     const slot: { next?: Pending<T, C> } = {};
     inFlight.set(key, slot);
-    const running = work(caller);
+    const running = work(caller, queued);
     const advance = (): void => {
       const next = slot.next;
       if (next === undefined) {
         inFlight.delete(key);
         return;
       }
-      start(key, next.caller, next.work).then(next.resolve, next.reject);
+      start(key, next.caller, next.work, true).then(next.resolve, next.reject);
     };
     running.then(advance, advance);
     return running;
@@ -54,7 +59,7 @@ export function coalescer<T, C extends Caller = Caller>(): Coalescer<T, C> {
   return {
     run(key, caller, work) {
       const slot = inFlight.get(key);
-      if (slot === undefined) return start(key, caller, work);
+      if (slot === undefined) return start(key, caller, work, false);
       if (slot.next === undefined) {
         let resolve!: (value: T) => void;
         let reject!: (reason: unknown) => void;

@@ -5,7 +5,7 @@ import type { HandlerDeps, Handled } from './handler-types.js';
 import { untilDeadline, type Invocation } from './invocation.js';
 import { classifyError } from './kube/classify-error.js';
 import { afterDispatchFailure } from './kube/retry-policy.js';
-import { callerOf, errorText, reconcileClasses, reconcileDeadLetter, reconcileTarget, reconcileTargets, withClasses } from './reconcile-targets.js';
+import { callerOf, errorText, reconcileClasses, reconcileDeadLetters, reconcileRequest, reconcileTargets, withClasses } from './reconcile-targets.js';
 
 // One parsed, authenticated event (server.ts did both) → one (result, next
 // step) pair, in numbered steps like a controller's Reconcile (docs/design.md
@@ -31,8 +31,8 @@ async function handle(incoming: Incoming, invocation: Invocation, deps: HandlerD
   // 2. Every API request of this invocation carries its signal.
   const caller = callerOf(invocation, deps.reconcile.api.withSignal(invocation.signal));
   // 3. An event that names its Gateway: reconcile that one.
-  if (incoming.kind === 'reconcile') return reconcileTarget(incoming, invocation, caller, deps);
-  if (incoming.kind === 'dead-letter') return reconcileDeadLetter(incoming.key, incoming.error, caller, deps);
+  if (incoming.kind === 'reconcile') return reconcileRequest(incoming, invocation, caller, deps);
+  if (incoming.kind === 'dead-letter') return reconcileDeadLetters([incoming.key, ...(incoming.also ?? []).map((g) => g.key)], incoming.error, caller, deps);
   // 4. Read the lists the decision needs, decide the affected Gateways and
   //    classes, and keep the Gateways whose reconcile would write.
   const budget = deps.reconcile.settings.rolloutBudget ?? 0;

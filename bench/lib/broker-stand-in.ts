@@ -1,15 +1,16 @@
 import { createServer, type Server } from 'node:http';
+import { ReconcileData } from '../../events/incoming.js';
 
 // What the Broker's ingress does for the function's fan-out, and no more: it
 // takes each reconcile request with 202 at once and keeps it (here: the
 // Gateway key it names). A resync answers once its fan-out is handed over,
 // so its time does not include the reconciles; those run in other
-// invocations. The key comes from the binary-mode body (fan-out.ts posts the
-// event's data as JSON).
+// invocations. The keys come from the binary-mode body (fan-out.ts posts the
+// event's data as JSON): the Gateway it names and those of its batch.
 
 export interface BrokerStandIn {
   url: string;
-  /** namespace/name of every reconcile request taken, in arrival order. */
+  /** namespace/name of every Gateway the reconcile requests taken name, in arrival order. */
   keys: string[];
   clear(): void;
   close(): Promise<void>;
@@ -21,13 +22,19 @@ export async function startBrokerStandIn(): Promise<BrokerStandIn> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      let parsed: ReturnType<typeof ReconcileData.safeParse> | undefined;
       try {
-        const data = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { namespace?: unknown; name?: unknown };
-        keys.push(`${String(data.namespace)}/${String(data.name)}`);
-        res.writeHead(202).end();
+        parsed = ReconcileData.safeParse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
       } catch {
-        res.writeHead(400).end();
+        parsed = undefined;
       }
+      if (!parsed?.success) {
+        res.writeHead(400).end();
+        return;
+      }
+      const d = parsed.data;
+      keys.push(`${d.namespace}/${d.name}`, ...(d.also ?? []).map((g) => `${d.namespace}/${g.name}`));
+      res.writeHead(202).end();
     });
   });
   server.keepAliveTimeout = 60_000;

@@ -40,3 +40,8 @@ export function describeMachine(): Machine {
 export function endLoad(m: Machine): Machine {
   return { ...m, loadEnd: Math.round((loadavg()[0] ?? 0) * 100) / 100 };
 }
+
+/** The machine's 1-minute load average now, to two decimals. */
+export function load1(): number {
+  return Math.round((loadavg()[0] ?? Number.NaN) * 100) / 100;
+}

@@ -9,10 +9,10 @@ export function cleanEnv(): Record<string, string> {
   return { PATH: process.env.PATH ?? '' };
 }
 
-/** Runs `node <args>` to completion; its stdout, or an error with its stderr. */
-export function runNode(args: string[]): Promise<string> {
+/** Runs `node <args>` to completion (`env` added to the clean one); its stdout, or an error with its stderr. */
+export function runNode(args: string[], env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, args, { cwd: repoRoot(), env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, args, { cwd: repoRoot(), env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     p.stdout.on('data', (d: Buffer) => { out += d.toString(); });

@@ -5,12 +5,13 @@ import { names, requestCounts, type BenchContext, type RequestCounts } from '../
 import { FunctionProcess, type Variant } from '../../tools/harness/function-process.js';
 import { countApplied, createConfiguration, createGateways, editConfiguration, waitApplied, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
+import { load1 } from '../lib/machine.js';
 
 // P4: one GatewayConfiguration shared by n Gateways, edited once. The edit
 // reaches the function as the ApiServerSource Resource-mode update event would
 // (events/outgoing.ts apiServerEvent, the new object as data); dispatch lists
-// the namespace's Gateways and fans out one reconcile request per Gateway to
-// K_SINK, which is the function itself. Converged = every Gateway shows
+// the namespace's Gateways and fans out reconcile requests, a batch of
+// Gateways each, to K_SINK, which is the function itself. Converged = every Gateway shows
 // Applied=True naming the new generation.
 
 export interface P4Size {
@@ -26,6 +27,8 @@ export interface P4Size {
   /** Reconcile invocation durations as the function logged them (ms, last repeat). */
   reconcileMs: Summary;
   outcomes: Record<string, number>;
+  /** The 1-minute load average when each repeat converged, lowest–highest: how quiet the machine was. */
+  load?: string;
 }
 
 export interface P4Result {
@@ -54,6 +57,7 @@ export async function measureFanOut(ctx: BenchContext, opts: { sizes: number[]; 
       await waitDeploymentsObserved(c, ns, n, 300000);
       const dispatch: number[] = [];
       const converged: number[] = [];
+      const loads: number[] = [];
       let counts: RequestCounts | undefined;
       let reconcileMs: number[] = [];
       let outcomes: Record<string, number> = {};
@@ -79,6 +83,7 @@ export async function measureFanOut(ctx: BenchContext, opts: { sizes: number[]; 
         const events = await window.end();
         dispatch.push(answered);
         converged.push(done);
+        loads.push(load1());
         counts = requestCounts(events, identity.username);
         reconcileMs = [];
         outcomes = {};
@@ -89,7 +94,7 @@ export async function measureFanOut(ctx: BenchContext, opts: { sizes: number[]; 
         }
       }
       const last = counts as RequestCounts;
-      out.push({ n, repeats: opts.repeats, dispatchMs: summarize(dispatch), convergedMs: summarize(converged), counts: last, requestsPerGateway: last.total / n, reconcileMs: summarize(reconcileMs), outcomes });
+      out.push({ n, repeats: opts.repeats, dispatchMs: summarize(dispatch), convergedMs: summarize(converged), counts: last, requestsPerGateway: last.total / n, reconcileMs: summarize(reconcileMs), outcomes, load: `${Math.min(...loads)}–${Math.max(...loads)}` });
     }
   } finally {
     await fn.stop();

@@ -1,4 +1,3 @@
-import { loadavg } from 'node:os';
 import { AppsV1Api, ApiException } from '@kubernetes/client-node';
 import { pingEvent } from '../../events/outgoing.js';
 import { PAGE_SIZE } from '../../functions/kube/list-pages.js';
@@ -9,6 +8,7 @@ import { FunctionProcess, SHIPPED_VARIANT, type Variant } from '../../tools/harn
 import { createConfiguration, createGateways, editConfiguration, waitDeploymentsObserved } from '../lib/objects.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import { createMemoryCgroup, type MemoryCgroup } from '../lib/memory-cgroup.js';
+import { load1 } from '../lib/machine.js';
 
 // P6: one resync pass (a PingSource event) over n Gateways.
 //
@@ -107,10 +107,6 @@ export interface P6Result {
 /** How many passes the converge step may take before it gives up. */
 const CONVERGE_PASSES = 6;
 
-/** The machine's 1-minute load average, to two decimals. */
-function load1(): number {
-  return Math.round((loadavg()[0] ?? Number.NaN) * 100) / 100;
-}
 
 function mbOf(kb: number): number {
   return Math.round((kb / 1024) * 10) / 10;
@@ -154,7 +150,7 @@ async function onePass(ctx: BenchContext, fn: FunctionProcess, sink: BrokerStand
  * itself and answers when every reconcile has, with a budget large enough
  * for thousands of creates.
  */
-async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined): Promise<void> {
+export async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined): Promise<void> {
   const base = variant ?? SHIPPED_VARIANT;
   const fn = await FunctionProcess.start({ variant: { ...base, env: { ...base.env, INVOCATION_BUDGET_MS: '3600000', API_REQUEST_TIMEOUT_MS: '60000' } }, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns] });
   try {

@@ -7,13 +7,22 @@ import type { Target } from './target.js';
 import { describeSendError, type SinkClient } from './sink-client.js';
 import type { Telemetry, TraceHeaders } from '../telemetry/telemetry.js';
 
-// One reconcile request per Gateway, posted to K_SINK (the Broker in a
-// cluster). Bounded concurrency keeps a resync of thousands of Gateways from
-// opening thousands of sockets; bounded retries cover a sink that blips.
+// Reconcile requests posted to K_SINK (the Broker in a cluster): one per
+// Gateway, or one per batch of Gateways of one namespace, whose reconciles
+// then share their reads of the class, the GatewayConfiguration and the
+// namespace's routes (reconcile-targets.ts). Bounded concurrency keeps a
+// resync of thousands of Gateways from opening thousands of sockets; bounded
+// retries cover a sink that blips.
+
+/** Requests in flight at once, unless FanOutOptions.concurrency says otherwise. */
+export const FAN_OUT_CONCURRENCY = 16;
 
 export interface FanOutOptions {
   sink: string;
+  /** Requests in flight at once (default FAN_OUT_CONCURRENCY). */
   concurrency?: number;
+  /** Gateways of one namespace one request names at most (default 1: a request each); see batchSize. */
+  batch?: number;
   retries?: number;
   /** Base backoff; doubles per retry. */
   backoffMs?: number;
@@ -36,11 +45,39 @@ export interface FanOutOptions {
   telemetry: Telemetry;
 }
 
+/** Counted in Gateways, whatever the batches. */
 export interface FanOutResult {
   sent: number;
   failed: { key: GatewayKey; error: string }[];
   /** Targets not attempted because `handOverBy` passed first. */
   unsent: number;
+}
+
+/**
+ * How many Gateways one request names in a fan-out of `targets`. One each
+ * while every request can be in flight at once: the Gateways are then
+ * reconciled side by side, the quickest. Beyond that, requests would wait
+ * their turn anyway, so a request names just enough Gateways that each of the
+ * `concurrency` senders has about one (at most `batch`): reconciled one after
+ * another, they take no longer than requests waiting in line would, and read
+ * what they share once.
+ */
+export function batchSize(targets: number, concurrency: number, batch: number): number {
+  return Math.max(1, Math.min(Math.floor(batch), Math.ceil(targets / Math.max(1, concurrency))));
+}
+
+/** The targets cut into requests: those of one namespace together, in their order, at most `size` each. */
+export function batches(targets: readonly Target[], size: number): Target[][] {
+  const byNamespace = new Map<string, Target[]>();
+  for (const t of targets) {
+    const group = byNamespace.get(t.key.namespace);
+    if (group) group.push(t);
+    else byNamespace.set(t.key.namespace, [t]);
+  }
+  const out: Target[][] = [];
+  const step = Math.max(1, Math.floor(size));
+  for (const group of byNamespace.values()) for (let i = 0; i < group.length; i += step) out.push(group.slice(i, i + step));
+  return out;
 }
 
 /**
@@ -51,8 +88,8 @@ export interface FanOutResult {
  * attempt's (the extension must not change once the event exists); each
  * attempt's own trace context goes in the traceparent header only.
  */
-export function targetEvent({ key, hint }: Target, cause: ReconcileData['cause'], extensions: Readonly<Record<string, string>>, trace: TraceHeaders): CloudEvent<ReconcileData> {
-  const event = reconcileEvent(key, cause, hint);
+export function targetEvent([{ key, hint }, ...also]: readonly [Target, ...Target[]], cause: ReconcileData['cause'], extensions: Readonly<Record<string, string>>, trace: TraceHeaders): CloudEvent<ReconcileData> {
+  const event = reconcileEvent(key, cause, hint, also);
   const traced = trace.traceparent ? { traceparent: trace.traceparent, ...(trace.tracestate ? { tracestate: trace.tracestate } : {}) } : {};
   return Object.keys(extensions).length > 0 || trace.traceparent ? event.cloneWith({ ...extensions, ...traced }) : event;
 }
@@ -84,34 +121,38 @@ const PLAIN_CLIENT: SinkClient = {
 };
 
 export async function fanOut(targets: Target[], cause: ReconcileData['cause'], opts: FanOutOptions): Promise<FanOutResult> {
-  const { sink, concurrency = 16, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, client = PLAIN_CLIENT, telemetry } = opts;
+  const { sink, concurrency = FAN_OUT_CONCURRENCY, batch = 1, retries = 3, backoffMs = 100, timeoutMs = 10000, token, handOverBy, client = PLAIN_CLIENT, telemetry } = opts;
   const result: FanOutResult = { sent: 0, failed: [], unsent: 0 };
   telemetry.fanOut(targets.length);
+  const requests = batches(targets, batchSize(targets.length, concurrency, batch)) as [Target, ...Target[]][];
   let next = 0;
+  let handedOver = 0;
   const inTime = (): boolean => handOverBy === undefined || Date.now() < handOverBy;
   const worker = async (): Promise<void> => {
-    while (next < targets.length && inTime()) {
-      const target = targets[next++] as Target;
+    while (next < requests.length && inTime()) {
+      const request = requests[next++] as [Target, ...Target[]];
+      handedOver += request.length;
+      const named = request.map((t) => keyText(t.key)).join(',');
       let event: CloudEvent<ReconcileData> | undefined;
       for (let attempt = 0; ; attempt++) {
         if (attempt > 0) telemetry.fanOutRetry();
-        const r = await telemetry.fanOutRequest(keyText(target.key), (trace) => {
-          event ??= targetEvent(target, cause, client.extensions, trace);
+        const r = await telemetry.fanOutRequest(named, (trace) => {
+          event ??= targetEvent(request, cause, client.extensions, trace);
           return postOnce(sink, client, event, timeoutMs, token, trace);
         });
         if (r.ok) {
-          result.sent++;
+          result.sent += request.length;
           break;
         }
         if (!r.retriable || attempt >= retries) {
-          result.failed.push({ key: target.key, error: r.error });
+          for (const t of request) result.failed.push({ key: t.key, error: r.error });
           break;
         }
         await new Promise((res) => setTimeout(res, backoffMs * 2 ** attempt));
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, targets.length) }, worker));
-  result.unsent = targets.length - next;
+  await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, worker));
+  result.unsent = targets.length - handedOver;
   return result;
 }

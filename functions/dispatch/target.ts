@@ -1,5 +1,4 @@
-import type { GatewayKey } from '../../api/gateway-key.js';
-import type { ObserveHint } from '../../events/observe-hint.js';
+import type { Named } from '../../events/incoming.js';
 
 // The types dispatch, the resync and fan-out share; a leaf, so that none of
 // them imports another for a type.
@@ -13,8 +12,5 @@ export interface DispatchScope {
   rollout?: { budget: number; templateHash: string };
 }
 
-/** A Gateway to reconcile, with what dispatch already knows of what it names (observe-hint.ts). */
-export interface Target {
-  key: GatewayKey;
-  hint?: ObserveHint;
-}
+/** A Gateway to reconcile, with what dispatch already knows of what it names (observe-hint.ts): what a reconcile request names. */
+export type Target = Named;

@@ -23,6 +23,25 @@ import { forEachPage, type Page, type PageRequest } from './list-pages.js';
 import { connectionPool, type ConnectionPool } from './pooled-client.js';
 import { NO_TELEMETRY } from '../telemetry/telemetry.js';
 import { CRDS, EVENTS, PODDISRUPTIONBUDGETS, WATCHED_RESOURCES, type Resource } from '../../api/watched-resources.js';
+import {
+  APISERVERSOURCES,
+  ApiServerSourceSchema,
+  BROKERS,
+  BrokerSchema,
+  KNATIVE_SERVICES,
+  KnativeServiceSchema,
+  PINGSOURCES,
+  PingSourceSchema,
+  PodSummarySchema,
+  TRIGGERS,
+  TriggerSchema,
+  type ApiServerSource,
+  type Broker,
+  type KnativeService,
+  type PingSource,
+  type PodSummary,
+  type Trigger,
+} from '../../api/knative-schemas.js';
 
 // The one typed doorway to the API server. Every object goes through the
 // generic custom-objects client so that what we read is the plain JSON the
@@ -51,7 +70,11 @@ function parse<S extends z.ZodType>(schema: S, what: string, value: unknown): z.
   return r.data;
 }
 
-/** What each list the controller makes gives, by resource. */
+/**
+ * What each list gives, by resource: the controller's lists, and the
+ * Knative objects and Pods only the kubectl plugin reads (its controller
+ * health line).
+ */
 export interface Listed {
   gateways: Gateway;
   gatewayclasses: GatewayClass;
@@ -60,6 +83,12 @@ export interface Listed {
   deployments: Deployment;
   namespaces: Namespace;
   poddisruptionbudgets: PodDisruptionBudget;
+  'services.serving.knative.dev': KnativeService;
+  brokers: Broker;
+  triggers: Trigger;
+  apiserversources: ApiServerSource;
+  pingsources: PingSource;
+  pods: PodSummary;
 }
 export type ListedResource = keyof Listed;
 
@@ -94,6 +123,17 @@ export interface KubeApi {
    * it acknowledged before), and every page of one list is of one snapshot.
    */
   listPage<R extends ListedResource>(resource: R, request: PageRequest): Promise<Page<Listed[R]>>;
+  /**
+   * Any other resource, parsed by the caller's schema: what only a reader
+   * such as the kubectl plugin needs (the Knative Service, its template
+   * ConfigMap, Events), kept out of the controller's typed surface above.
+   * Null: not found.
+   */
+  getObject<S extends z.ZodType>(resource: Resource, schema: S, namespace: string | undefined, name: string): Promise<z.output<S> | null>;
+  /** A ConfigMap's data (the core API, which getObject cannot address); null: not found. */
+  getConfigMapData(namespace: string, name: string): Promise<Record<string, string> | null>;
+  /** One page of any other resource's list, parsed by the caller's schema. */
+  listObjectPage<S extends z.ZodType>(resource: Resource, schema: S, request: PageRequest & { fieldSelector?: string }): Promise<Page<z.output<S>>>;
   createDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   replaceDeployment(namespace: string, body: Deployment): Promise<Deployment>;
   /** Merge patch of metadata.annotations only, unconditional (no resourceVersion). */
@@ -143,9 +183,9 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     }
   };
 
-  const page = async <S extends z.ZodType>(ref: Resource, schema: S, request: PageRequest): Promise<Page<z.output<S>>> => {
-    const { namespace, labelSelector, limit, continue: token } = request;
-    const options = { ...ref, limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) };
+  const page = async <S extends z.ZodType>(ref: Resource, schema: S, request: PageRequest & { fieldSelector?: string }): Promise<Page<z.output<S>>> => {
+    const { namespace, labelSelector, fieldSelector, limit, continue: token } = request;
+    const options = { ...ref, limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }), ...(fieldSelector !== undefined && { fieldSelector }) };
     const raw = (namespace === undefined
       ? await api.listClusterCustomObject(options)
       : await api.listNamespacedCustomObject({ ...options, namespace })) as { items?: unknown[]; metadata?: { continue?: string } };
@@ -163,6 +203,20 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     };
   };
 
+  // Only whether each Pod is ready and going away is read.
+  const podPage = async (request: PageRequest): Promise<Page<PodSummary>> => {
+    const { namespace, labelSelector, limit, continue: token } = request;
+    const options = { limit, ...(token !== undefined && { _continue: token }), ...(labelSelector !== undefined && { labelSelector }) };
+    const raw = namespace === undefined ? await core.listPodForAllNamespaces(options) : await core.listNamespacedPod({ ...options, namespace });
+    return {
+      items: raw.items.map((item, i) => parse(PodSummarySchema, `pods item ${i}`, {
+        metadata: { name: item.metadata?.name, namespace: item.metadata?.namespace, ...(item.metadata?.deletionTimestamp && { deletionTimestamp: new Date(item.metadata.deletionTimestamp).toISOString() }) },
+        ready: (item.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      })),
+      continue: raw.metadata?._continue || undefined,
+    };
+  };
+
   const LISTS: { [R in ListedResource]: (request: PageRequest) => Promise<Page<Listed[R]>> } = {
     gateways: (r) => page(GATEWAYS, GatewaySchema, r),
     gatewayclasses: (r) => page(GATEWAY_CLASSES, GatewayClassSchema, r),
@@ -171,6 +225,12 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     deployments: (r) => page(DEPLOYMENTS, DeploymentSchema, r),
     namespaces: namespacePage,
     poddisruptionbudgets: (r) => page(PODDISRUPTIONBUDGETS, PodDisruptionBudgetSchema, r),
+    'services.serving.knative.dev': (r) => page(KNATIVE_SERVICES, KnativeServiceSchema, r),
+    brokers: (r) => page(BROKERS, BrokerSchema, r),
+    triggers: (r) => page(TRIGGERS, TriggerSchema, r),
+    apiserversources: (r) => page(APISERVERSOURCES, ApiServerSourceSchema, r),
+    pingsources: (r) => page(PINGSOURCES, PingSourceSchema, r),
+    pods: podPage,
   };
 
   /** Every object of a list, page by page. */
@@ -193,6 +253,16 @@ export function kubeApi(kc: KubeConfig, options: { requestTimeoutMs?: number; po
     listGateways: (namespace) => list('gateways', namespace),
     listGatewayClasses: () => list('gatewayclasses'),
     listPage: (resource, request) => LISTS[resource](request),
+    getObject: (resource, schema, namespace, name) => get(ref(resource), schema, namespace, name),
+    listObjectPage: (resource, schema, request) => page(ref(resource), schema, request),
+    getConfigMapData: async (namespace, name) => {
+      try {
+        return (await core.readNamespacedConfigMap({ namespace, name })).data ?? {};
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    },
     createDeployment: async (namespace, body) =>
       parse(DeploymentSchema, 'created Deployment', await api.createNamespacedCustomObject({ ...DEPLOYMENTS, namespace, body })),
     replaceDeployment: async (namespace, body) =>

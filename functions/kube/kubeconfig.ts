@@ -36,7 +36,8 @@ function inputName(source: KubeconfigSource): string {
   return `kubeconfig ${source.paths.join(delimiter)}${source.via === 'KUBECONFIG' ? ' (KUBECONFIG)' : ''}`;
 }
 
-export function loadKubeConfig(env: Record<string, string | undefined> = process.env, probe: SourceProbe = REAL): KubeConfig {
+/** `context`: use this context instead of the current one (kubectl's --context). */
+export function loadKubeConfig(env: Record<string, string | undefined> = process.env, probe: SourceProbe = REAL, options: { context?: string } = {}): KubeConfig {
   const source = kubeconfigSource(env, probe);
   if (source === undefined) {
     throw new StartupError('kubeconfig', `none found: KUBECONFIG is not set, ${join(probe.home(), '.kube', 'config')} does not exist, and no ServiceAccount token is mounted (${SERVICE_ACCOUNT_TOKEN})`);
@@ -51,6 +52,10 @@ export function loadKubeConfig(env: Record<string, string | undefined> = process
     kc.loadFromDefault();
   } catch (err) {
     throw new StartupError(input, `cannot be read as a kubeconfig: ${describeError(err)}`, { cause: err });
+  }
+  if (options.context !== undefined) {
+    if (kc.getContextObject(options.context) === null) throw new StartupError(input, `has no context "${options.context}"`);
+    kc.setCurrentContext(options.context);
   }
   const context = kc.getCurrentContext();
   const cluster = kc.getCurrentCluster();

@@ -1,4 +1,4 @@
-import type { KubeApi } from '../kube/kube-api.js';
+import type { ObserveReads } from './shared-reads.js';
 import { deploymentName } from './plan/names.js';
 import { readsOf } from './plan/gateway-reads.js';
 import { type ObserveHint } from '../../events/observe-hint.js';
@@ -17,7 +17,7 @@ import type { GatewayClass, GatewayConfiguration } from '../../api/schemas.js';
  * wrong or missing hint costs rounds, never correctness.
  */
 export async function observe(
-  api: KubeApi,
+  api: ObserveReads,
   key: { namespace: string; name: string },
   hint?: ObserveHint,
   // With the PDB setting on, the LB Deployment's PDB is read in the first round too.

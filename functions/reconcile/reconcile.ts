@@ -3,6 +3,7 @@ import { afterDeploymentWriteFailure, afterGatewayFailure, afterStatusWriteFailu
 import { conditionTime } from './plan/conditions.js';
 import type { KubeApi } from '../kube/kube-api.js';
 import { observe } from './observe.js';
+import type { ObserveReads } from './shared-reads.js';
 import type { ObserveHint } from '../../events/observe-hint.js';
 import { plan, planStatus } from './plan/plan.js';
 import { observedBehindRecord, readAppliedState } from './plan/applied-annotations.js';
@@ -54,6 +55,11 @@ export interface ReconcileOptions {
   retriesExhausted?: { message: string };
   /** What the event says the Gateway names: read in the first round (observe.ts). */
   hint?: ObserveHint;
+  /**
+   * What the first attempt observes through: the reads a batch's Gateways
+   * share (shared-reads.ts). Later attempts, after a conflict, read afresh.
+   */
+  firstReads?: ObserveReads;
 }
 
 type AttemptResult = Omit<ReconcileResult, 'attempts'>;
@@ -65,7 +71,7 @@ export async function reconcile(key: { namespace: string; name: string }, deps: 
     // everything in order.
     const result: AttemptResult = { outcome: 'error', next: 'settle', deploymentWritten: false, pdbWritten: false, statusWritten: false, eventsWritten: 0 };
     try {
-      await attempt(key, deps, options, result);
+      await attempt(key, deps, attempts === 1 ? options : { ...options, firstReads: undefined }, result);
       return { ...result, attempts };
     } catch (err) {
       const c: ClassifiedError | undefined = err instanceof Conflict ? { class: 'conflict', message: err.message } : classifyError(err);
@@ -94,7 +100,7 @@ async function write<T>(request: () => Promise<T>): Promise<{ ok: true; value: T
 async function attempt(key: { namespace: string; name: string }, deps: ReconcileDeps, options: ReconcileOptions, result: AttemptResult): Promise<void> {
   const now = deps.clock();
   const pdbSetting = deps.settings.lbPodDisruptionBudget;
-  const observed = await observe(deps.api, key, options.hint, { pdb: pdbSetting !== undefined });
+  const observed = await observe(options.firstReads ?? deps.api, key, options.hint, { pdb: pdbSetting !== undefined });
   if (observedBehindRecord(readAppliedState(observed.deployment), observed.gateway, observed.gatewayConfiguration)) {
     throw new Conflict('the Deployment records newer inputs than this observation read: observing again');
   }

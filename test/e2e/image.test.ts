@@ -15,6 +15,8 @@ import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mj
 import { installedTemplate, MONITORING_FILE, VERSION_ANNOTATION } from '../../tools/release/install-files.mjs';
 import { lbTemplateSource, templateImages } from '../../tools/release/lb-images.mjs';
 import { NOTES_FILE } from '../../tools/release/release.mjs';
+import { KREW_MANIFEST, KrewPluginSchema, PLUGIN_FILES, releasedArchive, releasedExecutable } from '../../tools/release/plugin-files.mjs';
+import { hostPlatform, PLUGIN_PLATFORMS } from '../../tools/plugin/node-binaries.mjs';
 import { logger } from '../../tools/go-build.mjs';
 import { pingEvent } from '../../events/outgoing.js';
 import { auditLog } from '../support/cluster.js';
@@ -154,7 +156,8 @@ describe('the release', () => {
       router: await pushStandIn(registry.host, 'meridio-2/router', 'latest', { platforms: ['linux/amd64', 'linux/arm64'] }),
     };
     out = mkdtempSync(join(tmpdir(), 'meridio2-release-out-'));
-    // Cold, this builds syft (minutes); then it pushes about 90 MB to loopback.
+    // Cold, this builds syft (minutes); then it pushes about 90 MB to
+    // loopback. The plugin's executables and archives add about 20 s.
     await exec(process.execPath, [
       'tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--kube-state-metrics', KSM, '--runbook-base', RUNBOOK_BASE,
       '--lb-image', `${LB}=${standIns.lb.ref}`, '--lb-image', `${ROUTER}=${standIns.router.ref}`, '--tls-verify=false', '--out', out,
@@ -180,11 +183,24 @@ describe('the release', () => {
     return parsed.spec.template.spec.containers[0]?.image ?? '';
   };
 
+  it('holds the kubectl plugin for each platform, the krew manifest naming each archive by its checksum, and the executable runs', async () => {
+    const manifest = KrewPluginSchema.parse(loadAllYaml(file(KREW_MANIFEST))[0]);
+    expect(manifest.spec.version).toBe(`v${version}`);
+    const sums = new Map(file('SHA256SUMS').trim().split('\n').map((l) => l.split(/ {2}/).reverse() as [string, string]));
+    expect(manifest.spec.platforms.map((p) => [`${p.selector.matchLabels.os}/${p.selector.matchLabels.arch}`, p.uri, p.sha256])).toEqual(
+      PLUGIN_PLATFORMS.map((p) => [p, releasedArchive(p), sums.get(releasedArchive(p))]),
+    );
+    const platform = hostPlatform();
+    expect(platform).toBeDefined();
+    const { stdout } = await exec(join(out, releasedExecutable(platform!)), ['version']);
+    expect(stdout).toContain(version);
+  });
+
   it('writes install files pinned by digest, carrying the version, and their checksums', () => {
-    expect(readdirSync(out).sort()).toEqual([NOTES_FILE, 'SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort());
+    expect(readdirSync(out).sort()).toEqual([NOTES_FILE, 'SHA256SUMS', 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json', ...PLUGIN_FILES].sort());
     // Every file but the list itself, each with the hash of its bytes.
     const sums = file('SHA256SUMS').trim().split('\n').map((l) => l.split(/ {2}/));
-    expect(sums.map(([, name]) => name)).toEqual([NOTES_FILE, 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json'].sort((a, b) => a.localeCompare(b)));
+    expect(sums.map(([, name]) => name)).toEqual([NOTES_FILE, 'image.txt', 'install-beside-meridio-2.yaml', MONITORING_FILE, 'install.yaml', 'sbom.cdx.json', ...PLUGIN_FILES].sort((a, b) => a.localeCompare(b)));
     for (const [hash, name] of sums) expect(createHash('sha256').update(readFileSync(join(out, name as string))).digest('hex')).toBe(hash);
 
     const image = file('image.txt').trim();

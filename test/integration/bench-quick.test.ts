@@ -4,6 +4,7 @@ import { writesTo, type BenchContext } from '../../bench/lib/context.js';
 import { setUp, tearDown } from '../../bench/lib/setup.js';
 import { measureRequests } from '../../bench/measures/requests.js';
 import { measureResync } from '../../bench/measures/resync.js';
+import { measurePluginStatus } from '../../bench/measures/plugin-status.js';
 import { clusterInfo } from '../support/cluster.js';
 
 // The benchmark's quick mode in the suite: only the COUNT figures, which are
@@ -74,4 +75,18 @@ describe('bench quick mode: request counts', () => {
     expect(new Set(sizes.map((s) => s.inSync.counts.total)).size).toBe(1);
     expect(ok).toBe(true);
   }, 600000);
+
+  it('P9: `kubectl meridio status -A` is one list of each kind, whatever n, and writes nothing', async () => {
+    const { rows } = await measurePluginStatus(ctx as BenchContext, { sizes: [5, 20], repeats: 1 });
+    for (const row of rows) {
+      expect(row.counts.writes).toBe(0);
+      // Other test files' Gateways of the default controller may be listed too.
+      expect(row.rows).toBeGreaterThanOrEqual(row.n);
+      for (const list of ['list gatewayclasses', 'list gateways', 'list gatewayconfigurations', 'list deployments', 'list pods']) expect(row.counts.byVerb[list]).toBe(1);
+      // Whatever other files' Gateways reference: a list of every namespace leaves nothing to get.
+      expect(row.counts.byVerb['get gatewayconfigurations']).toBeUndefined();
+      expect(row.counts.total).toBeLessThanOrEqual(row.allowance);
+    }
+    expect(rows[0]?.counts.total).toBe(rows[1]?.counts.total);
+  }, 300000);
 });

@@ -61,14 +61,14 @@ describe('npm start without a cluster', () => {
         });
         createInterface({ input: child.stdout! }).on('line', (line) => {
           const cells = line.trim().split(/\s+/);
-          if (cells[0] === 'GATEWAY') programmedColumn = cells.indexOf('PROGRAMMED');
-          else if (cells[0] === SAMPLE_GATEWAY && programmedColumn > 0 && cells[programmedColumn] === 'True') {
+          if (cells[0] === 'NAMESPACE') programmedColumn = cells.indexOf('PROGRAMMED');
+          else if (`${cells[0]}/${cells[1]}` === SAMPLE_GATEWAY && programmedColumn > 0 && cells[programmedColumn] === 'True') {
             clearTimeout(timer);
             resolve(line);
           }
         });
       });
-      expect(row).toMatch(/^meridio-demo\/sllb-a\s+True\s+True\s/);
+      expect(row).toMatch(/^meridio-demo\s+sllb-a\s+True\s+True\s/);
       expect(stateDir).toBeDefined();
 
       child.kill('SIGTERM');

@@ -1,14 +1,14 @@
-import type { V1ClusterRole } from '@kubernetes/client-node';
+import type { V1ClusterRole, V1Role } from '@kubernetes/client-node';
 import { resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 
-// Least privilege, as the audit-log tests compare it: what a ClusterRole
+// Least privilege, as the audit-log tests compare it: what a (Cluster)Role
 // grants and what an identity used, each as "group resource verb" keys.
 
 function key(group: string, resource: string, verb: string): string {
   return `${group || 'core'} ${resource} ${verb}`;
 }
 
-export function grantedKeys(role: V1ClusterRole): Set<string> {
+export function grantedKeys(role: V1ClusterRole | V1Role): Set<string> {
   const granted = new Set<string>();
   for (const rule of role.rules ?? []) {
     for (const g of rule.apiGroups ?? []) for (const res of rule.resources ?? []) for (const v of rule.verbs) granted.add(key(g, res, v));

@@ -35,6 +35,21 @@ describe('coalescer', () => {
     expect(q.size()).toBe(0);
   });
 
+  it('tells a run whether it waited in line: what its caller read before it started may be older than a request it answers', async () => {
+    const q = coalescer<boolean>();
+    const release = gate();
+    const work = async (_caller: unknown, queued: boolean): Promise<boolean> => {
+      if (!queued) await release.promise;
+      return queued;
+    };
+    const first = q.run('a', FAR, work);
+    const waiting = q.run('a', FAR, work);
+    release.open();
+    expect([await first, await waiting]).toEqual([false, true]);
+    // Nothing in flight any more: the next run starts at once.
+    expect(await q.run('a', FAR, async (_c, queued) => queued)).toBe(false);
+  });
+
   it('keeps keys apart', async () => {
     const q = coalescer<string>();
     const release = gate();

@@ -2,7 +2,7 @@
 // the outgoing constructors build. Pure logic: CloudEvents are built in memory
 // (and, where the HTTP binding matters, round-tripped through the SDK).
 import { CloudEvent, HTTP, type CloudEventV1 } from 'cloudevents';
-import { BadEvent, parseIncoming, type Incoming } from '../../events/incoming.js';
+import { BadEvent, MAX_BATCH, parseIncoming, type Incoming } from '../../events/incoming.js';
 import { apiServerEvent, pingEvent, reconcileEvent } from '../../events/outgoing.js';
 import {
   API_SOURCE_REF_TYPES,
@@ -470,5 +470,35 @@ describe('outgoing constructors', () => {
     const e = apiServerEvent('delete', WATCHED[1]!.object, SOURCE);
     expect(e['namespace']).toBe('');
     expect(e['kind']).toBe('GatewayClass');
+  });
+});
+
+describe('parseIncoming: a reconcile request naming a batch', () => {
+  const NS2 = 'team-a';
+  const hint = { gatewayClassName: 'meridio', routeScope: 'same' as const };
+
+  it('names every Gateway of the batch in the namespace of the first, each with its own hint', () => {
+    const e = reconcileEvent({ namespace: NS2, name: 'gw1' }, undefined, hint, [{ key: { namespace: NS2, name: 'gw2' } }, { key: { namespace: NS2, name: 'gw3' }, hint }]);
+    expect(parseIncoming(e)).toEqual({
+      kind: 'reconcile',
+      key: { namespace: NS2, name: 'gw1' },
+      cause: undefined,
+      hint,
+      also: [{ key: { namespace: NS2, name: 'gw2' } }, { key: { namespace: NS2, name: 'gw3' }, hint }],
+    });
+    // Dead-lettered, every Gateway of it is recorded.
+    expect(parseIncoming(e, true)).toMatchObject({ kind: 'dead-letter', key: { namespace: NS2, name: 'gw1' }, also: [{ key: { namespace: NS2, name: 'gw2' } }, { key: { namespace: NS2, name: 'gw3' } }] });
+  });
+
+  it('an empty batch is a request for one Gateway; a bad name or too many Gateways is a BadEvent', () => {
+    expect(parseIncoming(event(RECONCILE_TYPE, { namespace: NS2, name: 'gw1', also: [] }))).toEqual({ kind: 'reconcile', key: { namespace: NS2, name: 'gw1' }, cause: undefined });
+    expect(badEventMessage(event(RECONCILE_TYPE, { namespace: NS2, name: 'gw1', also: [{ name: 'Not_A_Name' }] }))).toMatch(/^reconcile data: also\.0\.name/);
+    const many = Array.from({ length: MAX_BATCH }, (_, i) => ({ name: `gw-${i}` }));
+    expect(badEventMessage(event(RECONCILE_TYPE, { namespace: NS2, name: 'gw1', also: many }))).toMatch(/^reconcile data: also/);
+    expect(parseIncoming(event(RECONCILE_TYPE, { namespace: NS2, name: 'gw1', also: many.slice(1) }))).toMatchObject({ kind: 'reconcile', also: expect.any(Array) });
+  });
+
+  it('reconcileEvent refuses a batch across namespaces', () => {
+    expect(() => reconcileEvent({ namespace: NS2, name: 'gw1' }, undefined, undefined, [{ key: { namespace: 'team-b', name: 'gw2' } }])).toThrow(/one namespace/);
   });
 });

@@ -7,7 +7,7 @@ import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { parseIncoming } from '../../events/incoming.js';
 import { type GatewayKey } from '../../api/gateway-key.js';
 import { PING_TYPE, RECONCILE_SOURCE, RECONCILE_TYPE } from '../../events/types.js';
-import { fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
+import { batchSize, fanOut, type FanOutOptions, type FanOutResult } from '../../functions/dispatch/fan-out.js';
 import { NO_TELEMETRY, type Telemetry } from '../../functions/telemetry/telemetry.js';
 import { sinkClient } from '../../functions/dispatch/sink-client.js';
 
@@ -384,5 +384,74 @@ describe('fanOut: failures per key', () => {
     for (const f of result.failed) expect(f.error).toBe(`HTTP 400 from ${sink.url}`);
     expect(sink.attempts(flaky)).toBe(2);
     for (const k of ks) if (!bad.has(text(k)) && text(k) !== flaky) expect(sink.attempts(text(k))).toBe(1);
+  });
+});
+
+describe('fanOut: batches of one namespace', () => {
+  /** Every Gateway a received request names, as the receiving function parses it. */
+  const named = (r: Received): string[] => {
+    const parsed = parseIncoming(HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>);
+    if (parsed.kind !== 'reconcile') throw new Error(`unexpected ${parsed.kind}`);
+    return [parsed.key, ...(parsed.also ?? []).map((g) => g.key)].map(text);
+  };
+
+  it('names at most `batch` Gateways per request, never two namespaces in one, each Gateway exactly once, with its hint', async () => {
+    const sink = await startSink(() => 202);
+    const hint = (name: string) => ({ gatewayClassName: `class-of-${name}`, routeScope: 'same' as const });
+    // Interleaved namespaces: grouped by namespace, in their order.
+    const ks = [...keys(7), ...keys(3, 'team-b')].sort((a, b) => a.name.localeCompare(b.name));
+    // Two senders for ten Gateways: requests would wait, so they are batched.
+    const result = await fanOut(ks.map((key) => ({ key, hint: hint(key.name) })), CAUSE, { sink: sink.url, concurrency: 2, batch: 3, ...FAST });
+    expect(result).toEqual({ sent: 10, failed: [], unsent: 0 });
+    const requests = sink.received.map(named);
+    // team-a: 3 + 3 + 1, team-b: 3.
+    expect(requests.map((r) => r.length).sort()).toEqual([1, 3, 3, 3]);
+    for (const r of requests) expect(new Set(r.map((k) => k.split('/')[0])).size).toBe(1);
+    expect(requests.flat().sort()).toEqual(ks.map(text).sort());
+    for (const r of sink.received) {
+      const parsed = parseIncoming(HTTP.toEvent({ headers: r.headers, body: r.body }) as CloudEventV1<unknown>);
+      if (parsed.kind !== 'reconcile') throw new Error(`unexpected ${parsed.kind}`);
+      // The subject names the first; every Gateway keeps its own hint.
+      expect(r.headers['ce-subject']).toBe(`namespaces/${parsed.key.namespace}/gateways/${parsed.key.name}`);
+      for (const g of [{ key: parsed.key, hint: parsed.hint }, ...(parsed.also ?? [])]) expect(g.hint).toEqual(hint(g.key.name));
+    }
+  });
+
+  it('a batch that fails is reported for each Gateway it names; retried as one request', async () => {
+    const ks = keys(5);
+    const sink = await startSink((r) => (r.key === text(ks[0]!) ? 400 : r.attempt === 1 ? 503 : 204));
+    const result = await fanOutKeys(ks, CAUSE, { sink: sink.url, concurrency: 1, batch: 3, ...FAST });
+    expect(result.sent).toBe(2);
+    expect(result.failed.map((f) => text(f.key))).toEqual(ks.slice(0, 3).map(text));
+    // The first batch refused once for good; the second retried once, whole.
+    expect(sink.received.map(named)).toEqual([ks.slice(0, 3).map(text), ks.slice(3).map(text), ks.slice(3).map(text)]);
+  });
+
+  it('one Gateway per request while every request fits in flight at once; beyond, just enough per request for each sender to have about one', async () => {
+    const sink = await startSink(() => 202);
+    await fanOutKeys(keys(3), CAUSE, { sink: sink.url, concurrency: 4, batch: 10, ...FAST });
+    expect(sink.received.map((r) => named(r).length)).toEqual([1, 1, 1]);
+    sink.received.length = 0;
+    await fanOutKeys(keys(100), CAUSE, { sink: sink.url, concurrency: 16, batch: 10, ...FAST });
+    // ceil(100 / 16) = 7 a request: 14 of 7 and one of 2, every sender busy once.
+    expect(sink.received.map((r) => named(r).length).sort((a, b) => a - b)).toEqual([2, ...Array<number>(14).fill(7)]);
+    sink.received.length = 0;
+    await fanOutKeys(keys(1000), CAUSE, { sink: sink.url, concurrency: 16, batch: 10, ...FAST });
+    expect(sink.received).toHaveLength(100);
+  });
+
+  it('batchSize: never below one nor above the batch', () => {
+    expect([batchSize(0, 16, 10), batchSize(16, 16, 10), batchSize(17, 16, 10), batchSize(100, 16, 10), batchSize(10_000, 16, 10), batchSize(100, 16, 1), batchSize(5, 0, 10)]).toEqual([1, 1, 2, 7, 10, 1, 5]);
+  });
+
+  it('counts what it left once handOverBy passed in Gateways, not requests', async () => {
+    const handOverBy = Date.now() + 50;
+    const sink = await startSink(async () => {
+      while (Date.now() <= handOverBy) await new Promise((r) => setTimeout(r, 5));
+      return 202;
+    });
+    const result = await fanOutKeys(keys(10), CAUSE, { sink: sink.url, concurrency: 1, batch: 4, handOverBy, ...FAST });
+    expect(result).toEqual({ sent: 4, failed: [], unsent: 6 });
+    expect(sink.received).toHaveLength(1);
   });
 });

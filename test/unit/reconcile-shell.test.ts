@@ -34,6 +34,9 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null; con
     }
     calls.push(`${method}:ok`);
   };
+  const notExpected = async (): Promise<never> => {
+    throw new Error('not expected in this scenario');
+  };
   const api: KubeApi = {
     getGateway: async () => structuredClone(gw),
     getGatewayClass: async () => gatewayClass(),
@@ -49,6 +52,10 @@ function stubApi(initial: { gateway: Gateway; deployment: Deployment | null; con
     listPage: async () => {
       throw new Error('not expected in this scenario');
     },
+    // The plugin's reads; a reconcile makes none.
+    getObject: notExpected,
+    getConfigMapData: notExpected,
+    listObjectPage: notExpected,
     createDeployment: async () => {
       throw new Error('not expected in this scenario');
     },

@@ -19,13 +19,12 @@
 //
 // Usage: node tools/bundle/build.mts
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleScript } from './bundle-script.mts';
 import { writeBundledPackages } from './bundled-packages.mts';
 import { deferModules } from './defer-modules.mts';
-import { modelTable } from './model-table.mts';
 import { SHIPPED_BLOB, SHIPPED_NODE_OPTIONS, SHIPPED_SCRIPT } from './shipped.mts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -36,22 +35,9 @@ export function snapshotConfig(builder: string = SHIPPED_SCRIPT, withoutCodeCach
 }
 
 export async function buildShipped(): Promise<void> {
-  mkdirSync(join(root, 'dist'), { recursive: true });
-  const result = await build({
-    absWorkingDir: root,
-    entryPoints: ['functions/snapshot-main.ts'],
-    bundle: true,
-    minify: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node24',
-    outfile: SHIPPED_SCRIPT,
-    logLevel: 'warning',
-    plugins: [modelTable(), deferModules(root)],
-    // Which packages the bundle holds: their package.json and licences go into the image.
-    metafile: true,
-  });
-  writeBundledPackages(root, Object.keys(result.metafile.inputs));
+  const inputs = await bundleScript('functions/snapshot-main.ts', SHIPPED_SCRIPT, [deferModules(root)]);
+  // Which packages the bundle holds: their package.json and licences go into the image.
+  writeBundledPackages(root, inputs);
   rmSync(join(root, SHIPPED_BLOB), { force: true });
   // Without V8's code cache: functions compiled while building are not kept
   // compiled, so the blob is 8 instead of 14 MB. Measured (bench P1, P5, two

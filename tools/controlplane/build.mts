@@ -67,21 +67,28 @@ export function resolveBinaries(v: PinnedVersions = pinnedVersions()): Record<Bi
   return out;
 }
 
+/**
+ * The linker flags that stamp a k8s.io/kubernetes binary with its release
+ * (kubectl of tools/go-tools.mts too): without them the binaries report
+ * v0.0.0, which some clients reject.
+ */
+export function kubernetesVersionLdflags(version: string): string {
+  return [
+    `-X k8s.io/component-base/version.gitVersion=${version}`,
+    '-X k8s.io/component-base/version.gitMajor=1',
+    `-X k8s.io/component-base/version.gitMinor=${version.split('.')[1]}`,
+    '-X k8s.io/component-base/version.gitTreeState=clean',
+    '-X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z',
+  ].join(' ');
+}
+
 /** Builds the binaries that resolve to the cache and are not there yet. */
 async function buildBinaries(v: PinnedVersions, bins: Record<BinaryName, string>): Promise<void> {
   const dir = binDir(v);
   const missing = BINARIES.filter((b) => bins[b.name] === join(dir, b.name) && !existsSync(bins[b.name]));
   if (missing.length === 0) return;
   requireGo('the control plane; or set KUBEBUILDER_ASSETS to a directory holding etcd, kube-apiserver and kube-controller-manager (and kube-scheduler)');
-  // Without these the binaries report v0.0.0, which some clients reject.
-  const ldflags = [
-    `-X k8s.io/component-base/version.gitVersion=${v.kubernetes}`,
-    '-X k8s.io/component-base/version.gitMajor=1',
-    `-X k8s.io/component-base/version.gitMinor=${v.kubernetes.split('.')[1]}`,
-    '-X k8s.io/component-base/version.gitTreeState=clean',
-    '-X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z',
-    '-s', '-w',
-  ].join(' ');
+  const ldflags = `${kubernetesVersionLdflags(v.kubernetes)} -s -w`;
   log(`building ${missing.map((b) => b.name).join(', ')} (kubernetes ${v.kubernetes}, etcd ${v.etcd}) into ${dir}`);
   log('a cold build downloads modules and compiles a few thousand packages: expect about 8 minutes on 2 quiet cores, more under load');
   for (const b of missing) await goBuild({ dir: here, pkg: b.pkg, out: join(dir, b.name), ldflags, log });

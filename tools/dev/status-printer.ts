@@ -1,11 +1,10 @@
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import type { z } from 'zod';
-import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
-import { DEPLOYMENTS, GATEWAYS, GATEWAY_CLASSES, GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import type { Resource } from '../../api/watched-resources.js';
-import { DeploymentSchema, GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema } from '../../api/schemas.js';
-import { renderStatusTable, type StatusSnapshot } from './status-table.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeApi } from '../../functions/kube/kube-api.js';
+import { readStatusSnapshot } from '../../cli/kubectl-meridio/status-read.js';
+import { statusRows } from '../../cli/kubectl-meridio/status-rows.js';
+import { renderStatusTable } from '../../cli/kubectl-meridio/status-table.js';
 
+// The rows and the reads are the kubectl plugin's (`kubectl meridio status`).
 // Re-reads the objects behind the status table on a short timer and prints the
 // table only when its text changed, so that a quiet system prints nothing and
 // the terminal shows the history of transitions rather than a flood.
@@ -26,35 +25,8 @@ export interface StatusPrinter {
   stop(): Promise<void>;
 }
 
-async function readSnapshot(api: CustomObjectsApi, controllerName: string, namespaces: string[]): Promise<StatusSnapshot> {
-  const list = async <S extends z.ZodType>(ref: Resource, schema: S, opts: { clusterScoped?: boolean; labelSelector?: string } = {}): Promise<z.output<S>[]> => {
-    const scopes: (string | undefined)[] = opts.clusterScoped || namespaces.length === 0 ? [undefined] : namespaces;
-    const lists = await Promise.all(
-      scopes.map(async (namespace) => {
-        const params = { ...ref, ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}) };
-        const raw = (namespace === undefined
-          ? await api.listClusterCustomObject(params)
-          : await api.listNamespacedCustomObject({ ...params, namespace })) as { items?: unknown[] };
-        // One odd object must not blank the whole table: show what parses.
-        return (raw.items ?? []).flatMap((item) => {
-          const r = schema.safeParse(item);
-          return r.success ? [r.data as z.output<S>] : [];
-        });
-      }),
-    );
-    return lists.flat();
-  };
-  const [gateways, classes, configurations, deployments] = await Promise.all([
-    list(GATEWAYS, GatewaySchema),
-    list(GATEWAY_CLASSES, GatewayClassSchema, { clusterScoped: true }),
-    list(GATEWAY_CONFIGURATIONS, GatewayConfigurationSchema),
-    list(DEPLOYMENTS, DeploymentSchema, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` }),
-  ]);
-  return { controllerName, gateways, classes, configurations, deployments };
-}
-
 export function startStatusPrinter(opts: StatusPrinterOptions): StatusPrinter {
-  const api = opts.kc.makeApiClient(CustomObjectsApi);
+  const api = kubeApi(opts.kc);
   const intervalMs = opts.intervalMs ?? 2000;
   const clock = opts.clock ?? (() => new Date());
   let last = '';
@@ -65,7 +37,10 @@ export function startStatusPrinter(opts: StatusPrinterOptions): StatusPrinter {
 
   const tick = async (): Promise<void> => {
     try {
-      const text = renderStatusTable(await readSnapshot(api, opts.controllerName, opts.namespaces));
+      const snapshot = await readStatusSnapshot(api, opts.controllerName, opts.namespaces.length === 0 ? undefined : opts.namespaces, { requests: 0 });
+      const rows = statusRows(snapshot);
+      // The plugin's table without AGE, which would change the text every tick.
+      const text = rows.length === 0 ? `(no Gateway of a GatewayClass with controllerName ${opts.controllerName})` : renderStatusTable(rows, { allNamespaces: true, wide: false });
       lastError = '';
       if (text !== last && !stopped) {
         last = text;

@@ -1,6 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, loadAllYaml, type KubeConfig, type V1ClusterRole } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, loadAllYaml, type KubeConfig, type V1ClusterRole, type V1Role } from '@kubernetes/client-node';
 import { waitFor } from '../controlplane/wait-for.js';
 import { tokenKubeConfig, writeTokenKubeconfig } from './kubeconfig.js';
 import { repoPath } from './repo-root.js';
@@ -19,12 +19,17 @@ export const CONTROLLER_RBAC_FILE = 'infra/rbac/controller-clusterrole.yaml';
 export const EVENT_SOURCE_SERVICE_ACCOUNT = 'meridio-2-apiserversource';
 export const EVENT_SOURCE_RBAC_FILE = 'infra/knative/apiserversource-rbac.yaml';
 
-/** The ClusterRole document of a shipped RBAC file (path relative to the repository root). */
-export function shippedClusterRole(file: string): V1ClusterRole {
+/** The document of `kind` in a shipped RBAC file (path relative to the repository root). */
+export function shippedRbacDocument<K extends 'ClusterRole' | 'Role'>(file: string, kind: K): K extends 'Role' ? V1Role : V1ClusterRole {
   const docs = loadAllYaml(readFileSync(repoPath(file), 'utf8')) as Array<{ kind?: string } | null>;
-  const role = docs.find((d) => d?.kind === 'ClusterRole');
-  if (!role) throw new Error(`no ClusterRole in ${file}`);
-  return role as V1ClusterRole;
+  const doc = docs.find((d) => d?.kind === kind);
+  if (!doc) throw new Error(`no ${kind} in ${file}`);
+  return doc as K extends 'Role' ? V1Role : V1ClusterRole;
+}
+
+/** The ClusterRole document of a shipped RBAC file. */
+export function shippedClusterRole(file: string): V1ClusterRole {
+  return shippedRbacDocument(file, 'ClusterRole');
 }
 
 function ignoring(code: number): (err: unknown) => void {

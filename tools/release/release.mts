@@ -15,6 +15,10 @@
 //       written by syft (tools/syft): the base's Debian packages, Node.js, and
 //       the npm packages bundled into the function (/app/node_modules)
 //   image.txt       <registry>/<repository>:<version>@sha256:<digest>
+//   kubectl-meridio-linux-<arch>, kubectl-meridio-linux-<arch>.tar.gz, meridio.yaml
+//       the kubectl plugin as one executable per platform (amd64, arm64;
+//       tools/plugin), bare and archived, and the krew manifest of the
+//       archives (plugin-files.mts)
 //   RELEASE-NOTES.md   what the release holds and what it was made with:
 //       the images it pins, and what it leaves to the installer
 //   SHA256SUMS      sha256sum's format, of each file above
@@ -52,6 +56,11 @@
 //                        template is resolved as the template names it, and
 //                        one that cannot be resolved fails the release
 //                        (before anything is built or pushed), naming it
+//   --plugin-download-base <url>   where the release's files are published
+//                        (a release's download folder): the krew manifest's
+//                        uri of each archive is <url>/<archive>; without it
+//                        the uri is the archive's name, krew installs it only
+//                        with --archive, and the notes say so
 //   --tls-verify=false   a registry without TLS (a loopback test registry),
 //                        for the controller image and the LB images alike
 //   --out <dir>          instead of dist/release
@@ -69,6 +78,9 @@ import { ensureGoTool } from '../go-tools.mts';
 import { repoRoot } from '../harness/repo-root.ts';
 import { checkRunbookBase, RUNBOOK_DOC } from '../monitoring/rules.mts';
 import { INSTALL_VARIANTS, installedTemplate, installNamespace, LB_TEMPLATE_CONFIGMAP, MONITORING_FILE, pinnedImage, renderInstall, renderMonitoring, shippedKubeStateMetricsImage, type MonitoringRelease, type PinnedImage } from './install-files.mts';
+import { checkDownloadBase, PLUGIN_FILE_LINES, pluginNotes, writePluginFiles, type PluginRelease } from './plugin-files.mts';
+import { buildPlugin } from '../plugin/build.mts';
+import { PLUGIN_PLATFORMS } from '../plugin/node-binaries.mts';
 import { lbTemplateSource, parseLbImageOptions, pinnedRef, pinTemplate, planLbImages, resolveLbImages, skopeoManifest, templateImages, type LbImage, type LbImageOptions } from './lb-images.mts';
 
 const log = logger('release');
@@ -84,6 +96,7 @@ const OptionsSchema = z.object({
   receiveAdapter: z.string().min(1).optional(),
   kubeStateMetrics: z.string().min(1).optional(),
   runbookBase: z.string().min(1).optional(),
+  pluginDownloadBase: z.string().min(1).optional(),
   tlsVerify: z.boolean(),
   out: z.string().min(1),
 });
@@ -100,13 +113,14 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
       'receive-adapter': { type: 'string' },
       'kube-state-metrics': { type: 'string' },
       'runbook-base': { type: 'string' },
+      'plugin-download-base': { type: 'string' },
       'lb-image': { type: 'string', multiple: true, default: [] },
       'keep-lb-image-tag': { type: 'string', multiple: true, default: [] },
       'tls-verify': { type: 'string', default: 'true' },
       out: { type: 'string' },
     },
   });
-  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--kube-state-metrics <ref@sha256:...> [--runbook-base <url>]] [--lb-image <template image>=<ref>]... [--keep-lb-image-tag <template image>]... [--tls-verify=false] [--out <dir>]');
+  if (positionals.length !== 1) throw new Error('usage: npm run release -- <registry>/<repository> [--local-base | --node-image <ref> | --image <ref>] [--receive-adapter <ref@sha256:...>] [--kube-state-metrics <ref@sha256:...> [--runbook-base <url>]] [--plugin-download-base <url>] [--lb-image <template image>=<ref>]... [--keep-lb-image-tag <template image>]... [--tls-verify=false] [--out <dir>]');
   const tls = values['tls-verify'];
   if (tls !== 'true' && tls !== 'false') throw new Error(`--tls-verify: true or false, not ${tls}`);
   const parsed = OptionsSchema.safeParse({
@@ -117,6 +131,7 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
     receiveAdapter: values['receive-adapter'],
     kubeStateMetrics: values['kube-state-metrics'],
     runbookBase: values['runbook-base'],
+    pluginDownloadBase: values['plugin-download-base'],
     tlsVerify: tls === 'true',
     out: values.out ?? join(repoRoot(), 'dist', 'release'),
   });
@@ -137,6 +152,13 @@ export function parseReleaseOptions(argv: string[]): ReleaseOptions {
       checkRunbookBase(parsed.data.runbookBase);
     } catch (err) {
       throw new Error(`--runbook-base: ${(err as Error).message}`);
+    }
+  }
+  if (parsed.data.pluginDownloadBase !== undefined) {
+    try {
+      checkDownloadBase(parsed.data.pluginDownloadBase);
+    } catch (err) {
+      throw new Error(`--plugin-download-base: ${(err as Error).message}`);
     }
   }
   return { ...parsed.data, lbImages: parseLbImageOptions(values['lb-image'], values['keep-lb-image-tag']) };
@@ -183,6 +205,8 @@ export interface ReleaseInput {
   monitoring?: MonitoringRelease;
   /** What the release did with each image of the LB template (resolveLbImages): the install files' template names these. */
   lbImages: readonly LbImage[];
+  /** The kubectl plugin's executables (tools/plugin); without it the release has no plugin files. */
+  plugin?: PluginRelease;
 }
 
 export const NOTES_FILE = 'RELEASE-NOTES.md';
@@ -190,6 +214,7 @@ export const NOTES_FILE = 'RELEASE-NOTES.md';
 const FILE_LINES: ReadonlyArray<[string, string]> = [
   ...INSTALL_VARIANTS.map((v): [string, string] => [v.file, v.what]),
   [MONITORING_FILE, 'the optional monitoring component (infra/monitoring/): kube-state-metrics for the Gateways\' conditions, the alerts (PrometheusRule), a ServiceMonitor, the Grafana dashboard; apply it after install.yaml'],
+  ...PLUGIN_FILE_LINES,
   ['sbom.cdx.json', 'the controller image\'s bill of materials (CycloneDX JSON, by syft)'],
   ['image.txt', 'the controller image, `<repository>:<version>@sha256:<digest>`'],
   [NOTES_FILE, 'this file'],
@@ -220,6 +245,7 @@ export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & {
       : 'Not pinned (made without `--receive-adapter`): the gateway-watch ContainerSource names `knative-apiserver-receive-adapter` by tag; point it at your Knative Eventing\'s `APISERVER_RA_IMAGE` when installing (docs/install.md, "Install a release", step 3).',
     '',
     ...lbImageNotes(input.lbImages),
+    ...(input.plugin ? pluginNotes(input.plugin) : []),
     '## Monitoring',
     '',
   ];
@@ -297,6 +323,7 @@ export function writeReleaseFiles(out: string, input: ReleaseInput): string[] {
     if (installedTemplate(yaml, template.key).text !== lbTemplate.text) throw new Error(`${variant.file}: the LB template ConfigMap does not hold the pinned template`);
     writeFileSync(join(out, variant.file), yaml);
   }
+  if (input.plugin) writePluginFiles(out, { version: input.version, ...input.plugin });
   if (input.monitoring) writeFileSync(join(out, MONITORING_FILE), renderMonitoring(input.kustomize, infra, input.monitoring, input.version));
   writeFileSync(join(out, 'image.txt'), `${input.repository}:${input.version}@${input.digest}\n`);
   const files = [...new Set([...readdirSync(out), NOTES_FILE, 'SHA256SUMS'])].sort();
@@ -330,6 +357,9 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
   const lbImages = await resolveLbImages(plan, skopeoManifest(opts.tlsVerify));
   for (const i of lbImages) log(i.kept ? `LB image ${i.image}: kept by tag (--keep-lb-image-tag; the notes say so)` : `LB image ${i.image}: ${pinnedRef(i.pinned)}`);
   const [kustomize, syft] = [await ensureGoTool('kustomize'), await ensureGoTool('syft')];
+  // The plugin's executables, before the image: a failure here pushes nothing.
+  const built = await buildPlugin({ platforms: PLUGIN_PLATFORMS, out: join(root, 'dist', 'plugin'), log });
+  const plugin: PluginRelease = { node: built.node, executables: built.executables, ...(opts.pluginDownloadBase !== undefined ? { downloadBase: opts.pluginDownloadBase } : {}) };
 
   // 1. The image, tagged with the version.
   let store: string[];
@@ -372,7 +402,7 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
     // 4. The install files, the image reference, the notes and the checksums.
     const image = `${tagged}@${remote}`;
     const files = writeReleaseFiles(out, {
-      root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote, lbImages,
+      root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote, lbImages, plugin,
       ...(adapter ? { adapter } : {}), ...(monitoring ? { monitoring } : {}),
     });
     log(`released ${image}; ${out}: ${files.join(', ')}`);

@@ -167,6 +167,31 @@ function waitingLine(census: RolloutCensus, templateHash: string, controllerName
 }
 
 /**
+ * The line as the observed objects alone tell it, for a reader that knows
+ * no LB template (the kubectl plugin), from every LB Deployment and Gateway
+ * it read: the slots held (the index's `rolling` whose status holds one),
+ * and the Gateways queued, served and accepted by us, in the order their
+ * Deployments go. A Gateway behind the template but not yet queued is not
+ * in it: its own next reconcile queues it.
+ */
+export function observedLine(gateways: readonly Gateway[], deployments: readonly Deployment[], classes: readonly GatewayClass[], controllerName: string): { held: (SlotHolder & { owner: string })[]; line: string[] } {
+  const key = rolloutIndexKey(controllerName);
+  const isOurClass = ourClasses(classes, controllerName);
+  const served = new Map(gateways.filter((g) => servedGateway(g, isOurClass)).map((g) => [refOf(g), g]));
+  const held: (SlotHolder & { owner: string })[] = [];
+  const queued: { deployment: string; owner: string }[] = [];
+  for (const d of deployments) {
+    const owner = ownerOf(d);
+    const gateway = owner === undefined ? undefined : served.get(owner.ref);
+    if (gateway === undefined || !controlledBy(d, gateway)) continue;
+    const state = indexValueOf(d, key) === ROLLING ? slotOf(rolloutState(d)) : null;
+    if (state !== null) held.push({ ref: refOf(d), state, owner: refOf(gateway) });
+    else if (isQueued(gateway) && acceptedByUs(gateway, controllerName)) queued.push({ deployment: refOf(d), owner: refOf(gateway) });
+  }
+  return { held: held.sort((a, b) => textOrder(a.ref, b.ref)), line: queued.sort((a, b) => textOrder(a.deployment, b.deployment)).map((q) => q.owner) };
+}
+
+/**
  * Whether the Gateway `self` may start a pod-template change now: when the
  * slots held (its own Deployment's excepted: a second change to a rolling
  * Deployment adds no rollout) and the Gateways before it in the line leave
