@@ -82,9 +82,12 @@ describe('the rollout census in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     await fleet(['g1', 'g2', 'g3']);
     for (const name of ['g1', 'g2', 'g3']) await deliverDeployment(name, w.r().deps.template);
     const next = nextTemplate();
+    // At 1 replica g1's rollout cannot end (no Node) while the others are queued behind it.
+    await scale('g1', 1);
     expect(await reconcile({ namespace: w.ns(), name: 'g1' }, budgeted(next))).toMatchObject({ outcome: 'applied', deploymentWritten: true });
     expect(await indexOf('g1')).toBe(ROLLING);
     for (const name of ['g2', 'g3']) expect(await reconcile({ namespace: w.ns(), name }, budgeted(next))).toMatchObject({ outcome: 'rollout-queued', deploymentWritten: false });
+    await scale('g1', 0);
     await wait('sllbr-g1 completed on the new template', completed('g1'));
 
     const step = await auditLog().begin();
