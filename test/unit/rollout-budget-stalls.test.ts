@@ -166,6 +166,16 @@ describe('issue 40 stall 4: a Deployment degraded without a pod-template change'
     expect(nextInLine(1, degraded, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('b')]);
   });
 
+  it('settled under the rolling label not yet taken back, then the template changes: it is in line like any behind, so a resync starts one at a time', () => {
+    // a, b and c each settled on the old template before their label came back; d was relabelled.
+    const stale = census([lb('a', { hash: OLD_HASH, index: ROLLING_VALUE }), lb('b', { hash: OLD_HASH, index: ROLLING_VALUE }), lb('c', { hash: OLD_HASH, index: ROLLING_VALUE }), lb('d', { hash: OLD_HASH })]);
+    expect(['a', 'b', 'c', 'd'].map((n) => rolloutBudget(gw(n), 1, stale, CURRENT, CONTROLLER).go)).toEqual([true, false, false, false]);
+    expect(rolloutBudget(gw('c'), 1, stale, CURRENT, CONTROLLER).ahead).toEqual([ref('a'), ref('b')]);
+    expect(nextInLine(1, stale, TEMPLATE_HASH, CONTROLLER)).toEqual([ref('a')]);
+    // On the current template, the same stale label puts it nowhere: neither a slot nor the line.
+    expect(nextInLine(1, census([lb('a', { index: ROLLING_VALUE }), lb('b', { hash: OLD_HASH })]), TEMPLATE_HASH, CONTROLLER)).toEqual([ref('b')]);
+  });
+
   it('its reconcile turns the rolling label into the template digest (no rollout, a metadata patch)', () => {
     const o = invoke(invoke(observed({ settings: { controllerName: CONTROLLER, lbServiceAccount: LB_SERVICE_ACCOUNT, rolloutBudget: 1 } })).next).next;
     const live = o.deployment as Deployment;

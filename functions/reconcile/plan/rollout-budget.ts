@@ -134,6 +134,19 @@ function behind(d: Deployment, current: CurrentInputs): boolean {
 }
 
 /**
+ * Labelled `rolling` but holding no slot (its rollout settled before the
+ * label was taken back) and rendered from another template: in line like
+ * any Deployment behind. The census reads every `rolling` one, so none is
+ * missed; left out, a resync after a template change would let each of
+ * them start at once, past the budget.
+ */
+function staleRollingBehind(d: Deployment, key: string, templateHash: string): boolean {
+  if (indexValueOf(d, key) !== ROLLING) return false;
+  const applied = readAppliedState(d);
+  return applied !== null && applied.templateHash !== templateHash;
+}
+
+/**
  * Who holds the slots, and the waiting line, from the census: the LB
  * Deployments this controller's index labels (rollout-index.ts). A
  * Deployment holds a slot when its label says `rolling` and its status says
@@ -161,7 +174,7 @@ function waitingLine(census: RolloutCensus, templateHash: string, controllerName
     seen.add(refOf(d));
     const state = indexValueOf(d, key) === ROLLING ? slotOf(rolloutState(d)) : null;
     if (state !== null) held.push({ ref: refOf(d), state, owner: owner.ref });
-    else if (inLineByIndex(d, key, templateHash)) line.push({ deployment: refOf(d), owner: owner.ref });
+    else if (inLineByIndex(d, key, templateHash) || staleRollingBehind(d, key, templateHash)) line.push({ deployment: refOf(d), owner: owner.ref });
   }
   return { held: held.sort((a, b) => textOrder(a.ref, b.ref)), line: line.sort((a, b) => textOrder(a.deployment, b.deployment)) };
 }
