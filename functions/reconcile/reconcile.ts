@@ -108,7 +108,7 @@ async function attempt(key: { namespace: string; name: string }, deps: Reconcile
   let first = plan(observed, input, conditionTime(now));
   if (first.outcome === 'needs-reads') {
     // The planner asked: a pod-template change the rollout budget must judge.
-    const census = await readRolloutCensus(deps.api, censusScope(deps));
+    const census = await readRolloutCensus(deps.api, { ...censusScope(deps), ...(first.configurationLine && { configurationLine: first.configurationLine }) });
     first = plan({ ...observed, rollouts: census }, input, conditionTime(now));
     if (first.outcome === 'needs-reads') throw new Error('the planner asked for the rollout census twice');
   }

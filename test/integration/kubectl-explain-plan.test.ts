@@ -139,7 +139,8 @@ describe('kubectl meridio explain and plan, read-only', () => {
   });
 
   it('queued behind a rollout (LB_ROLLOUT_BUDGET=1), and plan previews the rollout of a new template with --template: verdicts and exit codes', async () => {
-    await installController({ LB_ROLLOUT_BUDGET: '1' }, NEXT);
+    // Watching this test's namespace only: another file's rollouts hold no slot of its census.
+    await installController({ LB_ROLLOUT_BUDGET: '1', WATCH_NAMESPACES: w.ns() }, NEXT);
     await zeroScaleConfiguration();
     for (const gw of ['g1', 'g2']) await createGateway(w.ns(), gw, w.cls(), 'cfg');
     for (const gw of ['g1', 'g2']) await settledGateway(gw);
@@ -261,7 +262,7 @@ describe('kubectl meridio explain and plan, read-only', () => {
   });
 
   it('through the built plugin: the shipped reader role (its ClusterRole and Role) grants exactly what status, wait, explain and plan use', async () => {
-    await installController({ LB_ROLLOUT_BUDGET: '1', LB_PDB_MAX_UNAVAILABLE: '1' }, NEXT);
+    await installController({ LB_ROLLOUT_BUDGET: '1', LB_PDB_MAX_UNAVAILABLE: '1', WATCH_NAMESPACES: w.ns() }, NEXT);
     await zeroScaleConfiguration();
     for (const gw of ['g1', 'g2']) await createGateway(w.ns(), gw, w.cls(), 'cfg');
     // Routes admitted by a namespace selector: observe lists the namespaces.

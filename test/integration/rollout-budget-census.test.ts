@@ -1,4 +1,4 @@
-import { AppsV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parseIncoming } from '../../events/incoming.js';
 import { apiServerEvent } from '../../events/outgoing.js';
 import { countBy, type AuditEvent } from '../../tools/controlplane/audit-log.js';
@@ -7,7 +7,8 @@ import { reconcile, type ReconcileDeps } from '../../functions/reconcile/reconci
 import type { Template } from '../../functions/reconcile/template.js';
 import { ROLLING, rolloutIndexKey, templateValue } from '../../functions/reconcile/plan/rollout-index.js';
 import { adminConfig, auditLog } from '../support/cluster.js';
-import { configurationSpec, createClass, createConfiguration, createGateway, rawDeployment, readDeployment } from '../support/fixtures.js';
+import { configurationSpec, createClass, createConfiguration, createGateway, editSpec, rawDeployment, readDeployment } from '../support/fixtures.js';
+import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
 import { handlerDeps, invoke } from '../support/handler-deps.js';
 import { useWorld } from '../support/world.js';
 import { withLbImage } from '../support/next-template.js';
@@ -42,12 +43,18 @@ describe('the rollout census in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     const progressing = d.status?.conditions?.find((c) => c.type === 'Progressing');
     return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) && progressing?.reason === 'NewReplicaSetAvailable' ? true : undefined;
   };
+  const observed = (gw: string) => async (): Promise<true | undefined> => {
+    const d = await readDeployment(w.ns(), `sllbr-${gw}`);
+    return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) ? true : undefined;
+  };
   const wait = (what: string, check: () => Promise<true | undefined>): Promise<true> => waitFor(what, check, { timeoutMs: 30_000, intervalMs: 100 });
   /** The LB Deployment's event, as the ApiServerSource sends it in Resource mode with the object as it is now, through the handler. */
   const deliverDeployment = async (gw: string, template: Template) => {
     const event = apiServerEvent('update', { apiVersion: 'apps/v1', kind: 'Deployment', ...(await rawDeployment(w.ns(), `sllbr-${gw}`)) } as never, 'https://127.0.0.1');
     return invoke(parseIncoming(event), handlerDeps(budgeted(template), { namespaces: [w.ns()] }), { type: event.type, id: event.id });
   };
+  type GatewayStatus = { status?: { conditions?: { type: string; message?: string }[] } };
+  const rawGateway = async (name: string): Promise<GatewayStatus> => (await adminConfig().makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways', namespace: w.ns(), name })) as GatewayStatus;
   const lists = (events: AuditEvent[]) => countBy(events, { user: w.r().username, verb: 'list' });
   /** Gateways at 0 replicas, created under the budget (index `rolling`), their rollouts completed. */
   const fleet = async (names: string[]): Promise<void> => {
@@ -100,6 +107,27 @@ describe('the rollout census in API requests (LB_ROLLOUT_BUDGET=1)', () => {
     // Every list of Deployments selects by this controller's index key.
     const selectors = events.filter((e) => e.verb === 'list' && e.objectRef?.resource === 'deployments').map((e) => new URL(e.requestURI, 'https://x').searchParams.get('labelSelector') ?? '');
     expect(selectors.every((s) => s.includes(key()))).toBe(true);
+  });
+
+  it("the fan-out of a shared configuration's edit, reconciled all at once: one rollout starts, the others are queued; the census reads that configuration's line", async () => {
+    await fleet(['g1', 'g2', 'g3']);
+    for (const name of ['g1', 'g2', 'g3']) await deliverDeployment(name, w.r().deps.template);
+    // At 1 replica no rollout can end (no Node): whatever starts stays in its slot.
+    for (const name of ['g1', 'g2', 'g3']) await scale(name, 1);
+    // Until the Deployment controller has seen the scale, its status says "rolling" as kubectl rollout status would.
+    for (const name of ['g1', 'g2', 'g3']) await wait(`sllbr-${name}'s scale observed`, observed(name));
+    const { metadata } = await editSpec(GATEWAY_CONFIGURATIONS, w.ns(), 'cfg', (spec) => ({ ...spec, networkAttachments: [{ type: 'NAD', nad: { name: 'app-net', namespace: 'default', interface: 'net2' } }] }));
+    const step = await auditLog().begin();
+    const results = await Promise.all(['g1', 'g2', 'g3'].map((name) => reconcile({ namespace: w.ns(), name }, budgeted())));
+    const events = await step.end();
+    const applied = await Promise.all(['g1', 'g2', 'g3'].map(async (name) => (await rawGateway(name)).status?.conditions?.find((c) => c.type === 'meridio-2.nordix.org/GatewayConfigurationApplied')?.message ?? ''));
+    // On a failure, what each Gateway's condition says.
+    expect({ outcomes: results.map((r) => r.outcome).sort(), applied: results.some((r) => r.outcome === 'applied') ? [] : applied }).toEqual({ outcomes: ['applied', 'rollout-queued', 'rollout-queued'], applied: [] });
+    // Judged from the Deployments: one new pod template, two at the old one.
+    const interfaces = await Promise.all(['g1', 'g2', 'g3'].map(async (name) => JSON.stringify((await readDeployment(w.ns(), `sllbr-${name}`)).spec?.template.metadata?.annotations ?? {}).includes('net2')));
+    expect(interfaces.filter(Boolean)).toHaveLength(1);
+    const selectors = events.filter((e) => e.verb === 'list' && e.objectRef?.resource === 'deployments').map((e) => new URL(e.requestURI, 'https://x').searchParams.get('labelSelector') ?? '');
+    expect(selectors).toContain(`${key()}-cfg=${(await readDeployment(w.ns(), 'sllbr-g1')).metadata?.labels?.[`${key()}-cfg`]},${key()}-gen!=${metadata.generation}`);
   });
 
   it("another controller's rolling LB Deployment is neither read nor counted: ours rolls past it", async () => {

@@ -10,7 +10,7 @@ import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_C
 import { DeploymentSchema, type Deployment, type Gateway } from '../../api/schemas.js';
 import type { RolloutCensus } from '../../functions/reconcile/plan/plan-types.js';
 import { nextInLine, rolloutBudget, rolloutState, ROLLOUT_QUEUED } from '../../functions/reconcile/plan/rollout-budget.js';
-import { QUEUED, ROLLING, rolloutIndexKey, templateValue } from '../../functions/reconcile/plan/rollout-index.js';
+import { configurationKeys, QUEUED, ROLLING, rolloutIndexKey, templateValue } from '../../functions/reconcile/plan/rollout-index.js';
 import { CONDITION_PROGRAMMED } from '../../api/names.js';
 import type { Scenario } from './reconcile-fixtures.js';
 import { CONTROLLER, GC_UID, LB_SERVICE_ACCOUNT, NS, NOW, TEMPLATE_HASH, gateway, gatewayConfiguration, invoke, observed, planned, templateDeployment } from './reconcile-fixtures.js';
@@ -92,6 +92,17 @@ describe('rolloutState, as kubectl rollout status judges a Deployment', () => {
 
 describe('rolloutBudget', () => {
   const five = ['a', 'b', 'c', 'd', 'e'];
+
+  it('an edit of a configuration five Gateways share, reconciled all at once before any is queued: only the first goes with a budget of 1', () => {
+    // Each census as the fan-out's five reconciles read it: the configuration's line lists every Deployment still at generation 3.
+    const census: RolloutCensus = { deployments: five.map((n) => lb(n, { configurationGeneration: 3 })) };
+    const edited = { templateHash: TEMPLATE_HASH, configuration: gatewayConfiguration({}, { generation: 4 }) };
+    expect(five.map((n) => rolloutBudget(gw(n), 1, census, edited, CONTROLLER).go)).toEqual([true, false, false, false, false]);
+    expect(rolloutBudget(gw('c'), 1, census, edited, CONTROLLER).ahead).toEqual([`${NS}/a`, `${NS}/b`]);
+    // Another configuration's edit: the same Deployments are nobody's line.
+    const another = { templateHash: TEMPLATE_HASH, configuration: gatewayConfiguration({}, { generation: 4, uid: 'another-uid' }) };
+    expect(five.map((n) => rolloutBudget(gw(n), 1, census, another, CONTROLLER).go)).toEqual([true, true, true, true, true]);
+  });
 
   it('after a template change, of five Gateways in sync before it, only the first in line goes with a budget of 1', () => {
     const census: RolloutCensus = { deployments: five.map((n) => lb(n, { hash: OLD_HASH })) };
@@ -224,6 +235,15 @@ describe('the planner under the rollout budget', () => {
     const o = inSync();
     expect(planned(o).outcome).toBe('in-sync');
     expect(planned(newTemplate(o))).toEqual({ outcome: 'needs-reads', reads: 'rollout-census' });
+  });
+
+  it("a configuration's edit that changes the pod template asks for that configuration's line too; its Deployment carries the configuration's labels", () => {
+    const o = inSync();
+    const keys = configurationKeys(CONTROLLER);
+    const cfg = o.gatewayConfiguration as NonNullable<Scenario['gatewayConfiguration']>;
+    expect(o.deployment?.metadata.labels).toMatchObject({ [keys.uid]: GC_UID, [keys.generation]: String(cfg.metadata.generation) });
+    const edited: Scenario = { ...o, gatewayConfiguration: { ...cfg, metadata: { ...cfg.metadata, generation: (cfg.metadata.generation ?? 0) + 1 }, spec: { ...cfg.spec, horizontalScaling: { replicas: 2, enforceReplicas: true }, networkAttachments: [{ type: 'NAD', nad: { name: 'other', namespace: NS, interface: 'int0' } }] } } };
+    expect(planned(edited)).toEqual({ outcome: 'needs-reads', reads: 'rollout-census', configurationLine: { uid: GC_UID, generation: (cfg.metadata.generation ?? 0) + 1 } });
   });
 
   it('with the slot taken, no write: Applied False RolloutQueued saying what is ahead, Programmed untouched', () => {

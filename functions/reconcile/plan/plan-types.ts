@@ -170,6 +170,12 @@ export interface AdmissionRecord {
  * The rollout index label of the Deployment to set (a value) or remove
  * (null): a metadata-only merge patch, no rollout (rollout-index.ts).
  */
+/** A GatewayConfiguration at its current generation: the Deployments rendering an older one are behind it. */
+export interface ConfigurationLine {
+  uid: string;
+  generation: number;
+}
+
 export interface IndexRecord {
   action: 'record-index';
   name: string;
@@ -205,6 +211,8 @@ export interface WritePlan {
 export interface ReadsPlan {
   outcome: 'needs-reads';
   reads: 'rollout-census';
+  /** Its own Deployment is behind an edit of its configuration: the census reads that configuration's line too. */
+  configurationLine?: ConfigurationLine;
 }
 
 export type Plan = SettledPlan | WritePlan;

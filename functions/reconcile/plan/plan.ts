@@ -6,12 +6,12 @@
 // must be written, returns the write with what status will need (`pending`);
 // the shell writes once and calls planStatus() with the outcome. Status is
 // decided exactly once, from what the write actually did.
-import { currentState } from './applied-annotations.js';
+import { currentState, readAppliedState } from './applied-annotations.js';
 import { admissionChange } from './admission-record.js';
 import { deploymentAction } from './deployment-action.js';
 import { gatewayFacts, untouched } from './gateway-facts.js';
 import { planNotOurs } from './not-ours.js';
-import type { DeploymentWrite, GatewayFacts, Observed, PendingStatus, Planned, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
+import type { ConfigurationLine, DeploymentWrite, GatewayFacts, Observed, PendingStatus, Planned, PlanInput, SettledPlan, WriteOutcome } from './plan-types.js';
 import { collisionEvent, invalidEvents, newVerdict, writeEvents } from './planned-events.js';
 import { isControlledBy, renderDeployment } from './render-deployment.js';
 import { changesPodTemplate, holdsSlot, rolloutBudget, wasInLine } from './rollout-budget.js';
@@ -20,7 +20,7 @@ import { settledPlan } from './settled-plan.js';
 import { acceptedConditions, collisionConditions, invalidConditions } from './status-decisions.js';
 import { validateParameters } from './validate-configuration.js';
 import type { Deployment, Gateway, GatewayConfiguration } from '../../../api/schemas.js';
-import { desiredIndex, indexRecord, indexValueOf, ROLLING, rolloutIndexKey, withIndex } from './rollout-index.js';
+import { configurationLabels, desiredIndex, hasLabels, indexRecord, ROLLING, rolloutIndexKey, withLabels } from './rollout-index.js';
 
 export function plan(observed: Observed, input: PlanInput, now: string): Planned {
   const { gateway } = observed;
@@ -53,31 +53,32 @@ const budgetOn = (input: PlanInput): boolean => (input.settings.rolloutBudget ??
  */
 function withoutIndex(settled: SettledPlan, deployment: Deployment | null, input: PlanInput, o: { keepSlot?: boolean } = {}): SettledPlan {
   if (deployment === null || settled.deployment.action !== 'none') return settled;
+  const { controllerName } = input.settings;
   const value = o.keepSlot === true && budgetOn(input) && holdsSlot(deployment) ? ROLLING : null;
-  const record = indexRecord(deployment, rolloutIndexKey(input.settings.controllerName), value);
+  const record = indexRecord(deployment, { [rolloutIndexKey(controllerName)]: value, ...configurationLabels(deployment, controllerName, false) });
   return record === null ? settled : { ...settled, deployment: record };
 }
 
-/** The rollout index label a Deployment of an accepted Gateway of ours should carry (rollout-index.ts); none without a budget. */
-function indexFor(d: Deployment, input: PlanInput, o: { startsRollout: boolean; holdsSlot: boolean; queued: boolean }): string | null {
-  return budgetOn(input) ? desiredIndex(d, { ...o, key: rolloutIndexKey(input.settings.controllerName), templateHash: input.template.hash }) : null;
+/** The rollout index labels a Deployment of an accepted Gateway of ours should carry (rollout-index.ts); none without a budget. */
+function indexFor(d: Deployment, input: PlanInput, o: { startsRollout: boolean; holdsSlot: boolean; queued: boolean }): Record<string, string | null> {
+  const { controllerName } = input.settings;
+  const on = budgetOn(input);
+  const key = rolloutIndexKey(controllerName);
+  return { [key]: on ? desiredIndex(d, { ...o, key, templateHash: input.template.hash }) : null, ...configurationLabels(d, controllerName, on) };
 }
 
-/** The write with the index label it should carry. */
+/** The write with the index labels it should carry. */
 function indexedWrite(write: DeploymentWrite, facts: GatewayFacts): DeploymentWrite {
-  const { input } = facts;
-  const key = rolloutIndexKey(input.settings.controllerName);
   const startsRollout = write.action === 'create' || (facts.ours !== null && changesPodTemplate(facts.ours, write.object));
-  const value = indexFor(write.object, input, { startsRollout, holdsSlot: holdsSlot(facts.ours), queued: false });
-  return (indexValueOf(write.object, key) ?? null) === value ? write : { ...write, object: withIndex(write.object, key, value) };
+  const labels = indexFor(write.object, facts.input, { startsRollout, holdsSlot: holdsSlot(facts.ours), queued: false });
+  return hasLabels(write.object, labels) ? write : { ...write, object: withLabels(write.object, labels) };
 }
 
 /** The index patch a Deployment needs when nothing else is written to it. */
 function indexAction(facts: GatewayFacts, queued: boolean): SettledPlan['deployment'] {
   const live = facts.ours;
   if (live === null) return { action: 'none' };
-  const value = indexFor(live, facts.input, { startsRollout: false, holdsSlot: holdsSlot(live), queued });
-  return indexRecord(live, rolloutIndexKey(facts.input.settings.controllerName), value) ?? { action: 'none' };
+  return indexRecord(live, indexFor(live, facts.input, { startsRollout: false, holdsSlot: holdsSlot(live), queued })) ?? { action: 'none' };
 }
 
 const ours = (observed: Observed, gateway: Gateway) => (observed.deployment !== null && isControlledBy(observed.deployment, gateway) ? observed.deployment : null);
@@ -158,11 +159,19 @@ function planAccepted(facts: GatewayFacts, configuration: GatewayConfiguration, 
   // Creates and changes that leave the pod template alone never wait.
   if (budget > 0 && write.action === 'update' && facts.ours !== null && changesPodTemplate(facts.ours, write.object)) {
     const census = facts.observed.rollouts;
-    if (census === undefined) return { outcome: 'needs-reads', reads: 'rollout-census' };
+    if (census === undefined) return { outcome: 'needs-reads', reads: 'rollout-census', ...configurationLineOf(facts.ours, configuration) };
     const verdict = rolloutBudget(gateway, budget, census, { templateHash: input.template.hash, configuration }, input.settings.controllerName);
     if (!verdict.go) return acceptedPlan(pending, indexAction(facts, true), { failure: undefined, written: false, admittedPaths: null, queued: { ...verdict, budget } });
   }
   return { outcome: 'needs-write', deployment: indexedWrite(write, facts), pending };
+}
+
+/** Its own Deployment renders an older generation of this very configuration: the others behind the same edit are in line too. */
+function configurationLineOf(ours: Deployment, configuration: GatewayConfiguration): { configurationLine?: ConfigurationLine } {
+  const applied = readAppliedState(ours);
+  const { uid, generation } = configuration.metadata;
+  if (applied === null || uid === undefined || applied.configurationUid !== uid || applied.configurationGeneration >= (generation ?? 0)) return {};
+  return { configurationLine: { uid, generation: generation ?? 0 } };
 }
 
 function acceptedPlan(pending: PendingStatus, action: SettledPlan['deployment'], write: Parameters<typeof acceptedConditions>[1] & { written: boolean; admittedPaths: string[] | null }): SettledPlan {

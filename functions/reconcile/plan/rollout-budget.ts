@@ -147,6 +147,20 @@ function staleRollingBehind(d: Deployment, key: string, templateHash: string): b
 }
 
 /**
+ * Renders an older generation of the configuration being applied (the
+ * census lists these when it is asked for the configuration's line): in
+ * line, though no label says so yet, so that the fan-out of a shared
+ * configuration's edit, which reconciles them all at once, starts no more
+ * rollouts than the budget.
+ */
+function behindConfiguration(d: Deployment, configuration: GatewayConfiguration | null | undefined): boolean {
+  const uid = configuration?.metadata.uid;
+  if (uid === undefined) return false;
+  const applied = readAppliedState(d);
+  return applied !== null && applied.configurationUid === uid && applied.configurationGeneration < (configuration?.metadata.generation ?? 0);
+}
+
+/**
  * Who holds the slots, and the waiting line, from the census: the LB
  * Deployments this controller's index labels (rollout-index.ts). A
  * Deployment holds a slot when its label says `rolling` and its status says
@@ -163,7 +177,7 @@ function staleRollingBehind(d: Deployment, key: string, templateHash: string): b
  * Gateway that is gone (its delete event), whose Deployment waits for the
  * garbage collector.
  */
-function waitingLine(census: RolloutCensus, templateHash: string, controllerName: string, except?: string): { held: (SlotHolder & { owner: string })[]; line: { deployment: string; owner: string }[] } {
+function waitingLine(census: RolloutCensus, templateHash: string, controllerName: string, except?: string, configuration?: GatewayConfiguration | null): { held: (SlotHolder & { owner: string })[]; line: { deployment: string; owner: string }[] } {
   const key = rolloutIndexKey(controllerName);
   const held: (SlotHolder & { owner: string })[] = [];
   const line: { deployment: string; owner: string }[] = [];
@@ -174,7 +188,7 @@ function waitingLine(census: RolloutCensus, templateHash: string, controllerName
     seen.add(refOf(d));
     const state = indexValueOf(d, key) === ROLLING ? slotOf(rolloutState(d)) : null;
     if (state !== null) held.push({ ref: refOf(d), state, owner: owner.ref });
-    else if (inLineByIndex(d, key, templateHash) || staleRollingBehind(d, key, templateHash)) line.push({ deployment: refOf(d), owner: owner.ref });
+    else if (inLineByIndex(d, key, templateHash) || staleRollingBehind(d, key, templateHash) || behindConfiguration(d, configuration)) line.push({ deployment: refOf(d), owner: owner.ref });
   }
   return { held: held.sort((a, b) => textOrder(a.ref, b.ref)), line: line.sort((a, b) => textOrder(a.deployment, b.deployment)) };
 }
@@ -213,7 +227,7 @@ export function observedLine(gateways: readonly Gateway[], deployments: readonly
 export function rolloutBudget(self: Gateway, budget: number, census: RolloutCensus, current: CurrentInputs, controllerName: string): BudgetVerdict {
   const me = refOf(self);
   const mine = `${self.metadata.namespace ?? ''}/${deploymentName(self.metadata.name)}`;
-  const { held, line } = waitingLine(census, current.templateHash, controllerName);
+  const { held, line } = waitingLine(census, current.templateHash, controllerName, undefined, current.configuration);
   const others = held.filter((h) => h.owner !== me).map(({ ref, state }) => ({ ref, state }));
   const ahead = line.filter((l) => l.owner !== me && l.deployment < mine).map((l) => l.owner);
   return { go: others.length + ahead.length < budget, held: others, ahead };

@@ -17,11 +17,17 @@
 //   state records. A digest other than the current template's puts the
 //   Deployment in line (behind), without any write when the template changes.
 // Absent: not ours, not accepted, being deleted, or the budget off.
+//
+// Beside it, two labels name the GatewayConfiguration (uid) and generation
+// the Deployment's applied state records, so that a census can find, in one
+// page, the Deployments behind an edit of a shared configuration before any
+// of them is queued: the fan-out reconciles them all at once, and each must
+// see the others in line.
 import { MERIDIO_GROUP } from '../../../api/names.js';
 import type { Deployment } from '../../../api/schemas.js';
 import { readAppliedState } from './applied-annotations.js';
 import { sha256Hex } from './canonical-json.js';
-import type { IndexRecord } from './plan-types.js';
+import type { ConfigurationLine, IndexRecord } from './plan-types.js';
 
 export const ROLLING = 'rolling';
 export const QUEUED = 'queued';
@@ -44,6 +50,26 @@ export function holderSelector(key: string): string {
 /** Selects the Deployments in line: queued, or rendered from another template than the current one. */
 export function lineSelector(key: string, templateHash: string): string {
   return `${key},${key} notin (${ROLLING},${templateValue(templateHash)})`;
+}
+
+/** The keys of the labels naming the configuration a Deployment renders (uid) and its generation. */
+export function configurationKeys(controllerName: string): { uid: string; generation: string } {
+  const key = rolloutIndexKey(controllerName);
+  return { uid: `${key}-cfg`, generation: `${key}-gen` };
+}
+
+/** The configuration labels a Deployment should carry, from its applied state (`on`: the budget is; all null otherwise). */
+export function configurationLabels(d: Deployment, controllerName: string, on: boolean): Record<string, string | null> {
+  const keys = configurationKeys(controllerName);
+  const applied = on ? readAppliedState(d) : null;
+  const uid = applied?.configurationUid ?? '';
+  return { [keys.uid]: uid === '' ? null : uid, [keys.generation]: uid === '' || applied === null ? null : String(applied.configurationGeneration) };
+}
+
+/** Selects the Deployments that render an older generation of this configuration (generations only grow). */
+export function configurationLineSelector(controllerName: string, line: ConfigurationLine): string {
+  const keys = configurationKeys(controllerName);
+  return `${keys.uid}=${line.uid},${keys.generation}!=${line.generation}`;
 }
 
 export function indexValueOf(d: Deployment, key: string): string | undefined {
@@ -77,15 +103,28 @@ export function desiredIndex(d: Deployment, o: { startsRollout: boolean; holdsSl
   return recorded;
 }
 
-/** The Deployment with the index label set to `value` (removed for null). */
-export function withIndex(d: Deployment, key: string, value: string | null): Deployment {
-  const { [key]: _old, ...rest } = d.metadata.labels ?? {};
-  const labels = value === null ? rest : { ...rest, [key]: value };
-  return { ...d, metadata: { ...d.metadata, labels } };
+/** The labels (null: removed) that differ from the Deployment's own. */
+function changed(d: Deployment, labels: Record<string, string | null>): Record<string, string | null> {
+  return Object.fromEntries(Object.entries(labels).filter(([k, v]) => (d.metadata.labels?.[k] ?? null) !== v));
 }
 
-/** The metadata patch that brings the live label to `value`, or null when it is there already. */
-export function indexRecord(live: Deployment, key: string, value: string | null): IndexRecord | null {
-  if ((indexValueOf(live, key) ?? null) === value) return null;
-  return { action: 'record-index', name: live.metadata.name, labels: { [key]: value } };
+/** The Deployment with these labels set (removed for null). */
+export function withLabels(d: Deployment, labels: Record<string, string | null>): Deployment {
+  const next: Record<string, string> = { ...d.metadata.labels };
+  for (const [k, v] of Object.entries(labels)) {
+    if (v === null) delete next[k];
+    else next[k] = v;
+  }
+  return { ...d, metadata: { ...d.metadata, labels: next } };
+}
+
+/** Whether the Deployment carries these labels already. */
+export function hasLabels(d: Deployment, labels: Record<string, string | null>): boolean {
+  return Object.keys(changed(d, labels)).length === 0;
+}
+
+/** The metadata patch that brings the live labels to these, or null when they are there already. */
+export function indexRecord(live: Deployment, labels: Record<string, string | null>): IndexRecord | null {
+  const diff = changed(live, labels);
+  return Object.keys(diff).length === 0 ? null : { action: 'record-index', name: live.metadata.name, labels: diff };
 }
