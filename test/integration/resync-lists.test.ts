@@ -85,8 +85,10 @@ describe('resync by lists', () => {
     // Every Gateway read or status write, and every Deployment write, is of that one.
     const gatewayNames = new Set(repairEvents.filter((e) => e.objectRef?.resource === 'gateways' && e.verb !== 'list').map((e) => e.objectRef?.name));
     expect([...gatewayNames]).toEqual([edited]);
-    const deploymentWrites = repairEvents.filter((e) => e.objectRef?.resource === 'deployments' && WRITE_VERBS.includes(e.verb)).map((e) => `${e.verb} ${e.objectRef?.name}`);
-    expect(deploymentWrites).toEqual([`update sllbr-${edited}`]);
+    // One write that took; before it, at most a 409 when the Deployment controller's status update of the hand edit came in between (the reconcile observes again).
+    const deploymentWrites = repairEvents.filter((e) => e.objectRef?.resource === 'deployments' && WRITE_VERBS.includes(e.verb));
+    expect(deploymentWrites.filter((e) => e.responseStatus?.code !== 409).map((e) => `${e.verb} ${e.objectRef?.name} ${e.responseStatus?.code}`)).toEqual([`update sllbr-${edited} 200`]);
+    expect(deploymentWrites.length).toBeLessThanOrEqual(2);
     // Converged: the template's images are back, and the next passes settle to nothing drifted.
     const images = ((await rawDeployment(ns, `sllbr-${edited}`)).spec as { template: { spec: { containers: Spec[] } } }).template.spec.containers.map((c) => c.image);
     expect(images).not.toContain('example.invalid/hand-edited:1');
