@@ -56,6 +56,8 @@ const QUEUE_DRAIN_PATH = '/wait-for-drain';
 export interface PodRun {
   pod: string;
   ip: string;
+  /** The user container's image. */
+  image: string;
   /** When the kubelet saw the Pod running (ms since the epoch). */
   startedAt: number;
   /** When the kubelet saw the Pod gone or deleted and began stopping it (ms since the epoch). */
@@ -94,6 +96,12 @@ export interface ServingOptions {
    * K_SINK from the SinkBinding). Receives the Pod's relays.
    */
   functionEnv: (relays: { apiServer: Relay }) => Promise<Record<string, string>>;
+  /**
+   * What a Revision Pod's image runs, as a kubelet would pull and start that
+   * image: the directory of a built tree whose shipped startup snapshot the
+   * process kubelet starts. Default: this tree, whatever the image.
+   */
+  functionTree?: (image: string) => string;
 }
 
 
@@ -291,7 +299,7 @@ async function materializeVolumes(pod: V1Pod, container: string, dir: string, en
   return out;
 }
 
-function startProcessKubelet(opts: { namespace: string; queueBin: string; stateDir: string; apiServer: Relay; functionEnv: ServingOptions['functionEnv'] }): { pods: PodRun[]; stop(): Promise<void> } {
+function startProcessKubelet(opts: { namespace: string; queueBin: string; stateDir: string; apiServer: Relay; functionEnv: ServingOptions['functionEnv']; functionTree?: ServingOptions['functionTree'] }): { pods: PodRun[]; stop(): Promise<void> } {
   const core = adminConfig().makeApiClient(CoreV1Api);
   const pods: PodRun[] = [];
   const live = new Map<string, PodRun>();
@@ -306,8 +314,10 @@ function startProcessKubelet(opts: { namespace: string; queueBin: string; stateD
     const user = pod.spec?.containers.find((c) => c.name !== 'queue-proxy');
     if (!user) throw new Error(`Pod ${name} has no user container`);
     const env = await materializeVolumes(pod, user.name, join(opts.stateDir, name), containerEnv(pod, user.name, GATEWAY));
-    const fn = sandbox.exec(`${name}/${user.name}`, process.execPath, [...variantArgs(SHIPPED_VARIANT)], { ...env, ...SHIPPED_VARIANT.env, ...(await opts.functionEnv({ apiServer: opts.apiServer })) }, repoRoot());
-    const run: PodRun = { pod: name, ip, startedAt, sandbox, queue, fn, graceMs: (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000 };
+    // Every release's image starts its snapshot the same way (its Dockerfile's CMD and NODE_OPTIONS).
+    const tree = opts.functionTree?.(user.image ?? '') ?? repoRoot();
+    const fn = sandbox.exec(`${name}/${user.name}`, process.execPath, [...variantArgs(SHIPPED_VARIANT)], { ...env, ...SHIPPED_VARIANT.env, ...(await opts.functionEnv({ apiServer: opts.apiServer })) }, tree);
+    const run: PodRun = { pod: name, ip, image: user.image ?? '', startedAt, sandbox, queue, fn, graceMs: (pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000 };
     pods.push(run);
     live.set(name, run);
   };
@@ -466,7 +476,7 @@ export async function startServing(opts: ServingOptions): Promise<ServingPlane> 
     }, { timeoutMs: 120000, intervalMs: 500 });
 
     ingress = startIngressStandIn(opts.proxy, opts.namespace);
-    kubelet = startProcessKubelet({ namespace: opts.namespace, queueBin: assets.serving.queue, stateDir, apiServer: relay, functionEnv: opts.functionEnv });
+    kubelet = startProcessKubelet({ namespace: opts.namespace, queueBin: assets.serving.queue, stateDir, apiServer: relay, functionEnv: opts.functionEnv, ...(opts.functionTree ? { functionTree: opts.functionTree } : {}) });
     const k = kubelet;
     return {
       assets,

@@ -9,53 +9,11 @@ import { GatewayClassSchema, GatewayConfigurationSchema, GatewaySchema, L34Route
 import { parseTemplate } from '../../functions/reconcile/template.js';
 import { ALLOWED_DIFFERENCES } from '../oracle/allowed-differences.js';
 import { compareStep, recordedDeployment, recordedGateway } from '../oracle/compare.js';
+import { CaseStore as Store } from '../oracle/case-store.js';
 import { oracleCases, type OracleCase } from '../oracle/oracle-cases.js';
 import { NOW, invoke, type Scenario } from './reconcile-fixtures.js';
 
 type Json = Record<string, unknown>;
-
-// What the Gateway CRD gives a new Gateway before any controller writes.
-const CRD_DEFAULT_CONDITIONS = ['Accepted', 'Programmed'].map((type) => ({
-  type,
-  status: 'Unknown',
-  reason: 'Pending',
-  message: 'Waiting for controller',
-  lastTransitionTime: '1970-01-01T00:00:00Z',
-}));
-
-/** The objects of a case as the API server would hold them, step by step. */
-class Store {
-  readonly objects = new Map<string, Json>();
-  private uid = 0;
-
-  private key(kind: string, name: string): string {
-    return `${kind.toLowerCase()}/${name}`;
-  }
-
-  apply(op: OracleCase['inputs']['steps'][number]['operations'][number]): void {
-    if (op.op === 'create') {
-      const object = structuredClone(op.object) as Json & { metadata: Json; kind: string };
-      object.metadata.uid = `uid-${(this.uid += 1)}`;
-      object.metadata.generation = 1;
-      object.metadata.resourceVersion = String(this.uid);
-      if (object.kind === 'Gateway') object.status = { conditions: structuredClone(CRD_DEFAULT_CONDITIONS) };
-      this.objects.set(this.key(object.kind, object.metadata.name as string), object);
-      return;
-    }
-    const object = this.objects.get(this.key(op.resource, op.name)) as (Json & { metadata: Json }) | undefined;
-    if (!object) throw new Error(`no ${op.resource} ${op.name} to change`);
-    if (op.op === 'merge-patch') {
-      if (JSON.stringify(object.spec) !== JSON.stringify(op.resultingSpec)) object.metadata.generation = (object.metadata.generation as number) + 1;
-      object.spec = structuredClone(op.resultingSpec);
-    } else {
-      object.metadata.annotations = { ...(object.metadata.annotations as Json | undefined), ...op.annotations };
-    }
-  }
-
-  ofKind(kind: string): Json[] {
-    return [...this.objects.values()].filter((o) => o.kind === kind);
-  }
-}
 
 function observedFor(c: OracleCase, store: Store, previous: Scenario | undefined): Scenario {
   const { inputs } = c;

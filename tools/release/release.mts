@@ -78,6 +78,8 @@ import { ensureGoTool } from '../go-tools.mts';
 import { repoRoot } from '../harness/repo-root.ts';
 import { checkRunbookBase, RUNBOOK_DOC } from '../monitoring/rules.mts';
 import { INSTALL_VARIANTS, installedTemplate, installNamespace, LB_TEMPLATE_CONFIGMAP, MONITORING_FILE, pinnedImage, renderInstall, renderMonitoring, shippedKubeStateMetricsImage, type MonitoringRelease, type PinnedImage } from './install-files.mts';
+import { buildPreviousRelease, previousRelease } from './previous-release.mts';
+import { runUpgradeImpact, upgradeNotes, type ImpactReport } from './upgrade-notes.mts';
 import { checkDownloadBase, PLUGIN_FILE_LINES, pluginNotes, writePluginFiles, type PluginRelease } from './plugin-files.mts';
 import { buildPlugin } from '../plugin/build.mts';
 import { PLUGIN_PLATFORMS } from '../plugin/node-binaries.mts';
@@ -207,6 +209,8 @@ export interface ReleaseInput {
   lbImages: readonly LbImage[];
   /** The kubectl plugin's executables (tools/plugin); without it the release has no plugin files. */
   plugin?: PluginRelease;
+  /** What upgrading from the previous release does to LB Pods (upgrade-notes.mts); without it the notes say no comparison was made. */
+  upgradeImpact?: ImpactReport;
 }
 
 export const NOTES_FILE = 'RELEASE-NOTES.md';
@@ -245,6 +249,7 @@ export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & {
       : 'Not pinned (made without `--receive-adapter`): the gateway-watch ContainerSource names `knative-apiserver-receive-adapter` by tag; point it at your Knative Eventing\'s `APISERVER_RA_IMAGE` when installing (docs/install.md, "Install a release", step 3).',
     '',
     ...lbImageNotes(input.lbImages),
+    ...upgradeNotes(input.upgradeImpact),
     ...(input.plugin ? pluginNotes(input.plugin) : []),
     '## Monitoring',
     '',
@@ -309,18 +314,23 @@ export function pinnedTemplateHeader(version: string, images: readonly LbImage[]
  * Writes the install files, image.txt, the notes and SHA256SUMS into `out`
  * (which may hold the SBOM already); returns every file of `out`, sorted.
  */
+/** The LB template the release ships: infra/'s, with its images as the release resolved them. */
+export function releaseTemplate(root: string, version: string, lbImages: readonly LbImage[]): { key: string; text: string } {
+  const template = lbTemplateSource(join(root, 'infra'));
+  return {
+    key: template.key,
+    text: pinTemplate(readFileSync(template.file, 'utf8'), lbImages, { source: relative(root, template.file), header: pinnedTemplateHeader(version, lbImages) }),
+  };
+}
+
 export function writeReleaseFiles(out: string, input: ReleaseInput): string[] {
   const infra = join(input.root, 'infra');
   const image: PinnedImage = { repository: input.repository, digest: input.digest };
-  const template = lbTemplateSource(infra);
-  const lbTemplate = {
-    key: template.key,
-    text: pinTemplate(readFileSync(template.file, 'utf8'), input.lbImages, { source: relative(input.root, template.file), header: pinnedTemplateHeader(input.version, input.lbImages) }),
-  };
+  const lbTemplate = releaseTemplate(input.root, input.version, input.lbImages);
   for (const variant of INSTALL_VARIANTS) {
     const yaml = renderInstall(input.kustomize, infra, variant, image, input.version, input.adapter, lbTemplate);
     // What the function reads at TEMPLATE_PATH is the pinned template, mounted from the ConfigMap the Service names.
-    if (installedTemplate(yaml, template.key).text !== lbTemplate.text) throw new Error(`${variant.file}: the LB template ConfigMap does not hold the pinned template`);
+    if (installedTemplate(yaml, lbTemplate.key).text !== lbTemplate.text) throw new Error(`${variant.file}: the LB template ConfigMap does not hold the pinned template`);
     writeFileSync(join(out, variant.file), yaml);
   }
   if (input.plugin) writePluginFiles(out, { version: input.version, ...input.plugin });
@@ -356,6 +366,10 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
   log(`resolving the LB template's images: ${plan.map((p) => (p.keep ? `${p.image} (kept by tag)` : p.from)).join(', ')}`);
   const lbImages = await resolveLbImages(plan, skopeoManifest(opts.tlsVerify));
   for (const i of lbImages) log(i.kept ? `LB image ${i.image}: kept by tag (--keep-lb-image-tag; the notes say so)` : `LB image ${i.image}: ${pinnedRef(i.pinned)}`);
+  // What upgrading from the previous release does to LB Pods, with this release's template.
+  const previous = previousRelease();
+  const upgradeImpact = previous ? runUpgradeImpact({ root, previous: buildPreviousRelease(log), template: releaseTemplate(root, version, lbImages).text, log }) : undefined;
+  if (upgradeImpact) log(`upgrading from ${upgradeImpact.previousVersion}: ${upgradeImpact.rows.filter((r) => r.rolls).length} of ${upgradeImpact.rows.length} compared inputs roll their LB Pods (the notes say which and why)`);
   const [kustomize, syft] = [await ensureGoTool('kustomize'), await ensureGoTool('syft')];
   // The plugin's executables, before the image: a failure here pushes nothing.
   const built = await buildPlugin({ platforms: PLUGIN_PLATFORMS, out: join(root, 'dist', 'plugin'), log });
@@ -403,6 +417,7 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
     const image = `${tagged}@${remote}`;
     const files = writeReleaseFiles(out, {
       root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote, lbImages, plugin,
+      ...(upgradeImpact ? { upgradeImpact } : {}),
       ...(adapter ? { adapter } : {}), ...(monitoring ? { monitoring } : {}),
     });
     log(`released ${image}; ${out}: ${files.join(', ')}`);
