@@ -79,7 +79,7 @@ import { repoRoot } from '../harness/repo-root.ts';
 import { checkRunbookBase, RUNBOOK_DOC } from '../monitoring/rules.mts';
 import { INSTALL_VARIANTS, installedTemplate, installNamespace, LB_TEMPLATE_CONFIGMAP, MONITORING_FILE, pinnedImage, renderInstall, renderMonitoring, shippedKubeStateMetricsImage, type MonitoringRelease, type PinnedImage } from './install-files.mts';
 import { buildPreviousRelease, previousRelease } from './previous-release.mts';
-import { runUpgradeImpact, upgradeNotes, type ImpactReport } from './upgrade-notes.mts';
+import { runUpgradeImpact, upgradeMeasured, upgradeNotes, type ImpactReport, type UpgradeMeasured } from './upgrade-notes.mts';
 import { checkDownloadBase, PLUGIN_FILE_LINES, pluginNotes, writePluginFiles, type PluginRelease } from './plugin-files.mts';
 import { buildPlugin } from '../plugin/build.mts';
 import { PLUGIN_PLATFORMS } from '../plugin/node-binaries.mts';
@@ -211,6 +211,8 @@ export interface ReleaseInput {
   plugin?: PluginRelease;
   /** What upgrading from the previous release does to LB Pods (upgrade-notes.mts); without it the notes say no comparison was made. */
   upgradeImpact?: ImpactReport;
+  /** The upgrade e2e's figures for an upgrade from the same previous release (bench/results/upgrade.json). */
+  upgradeMeasured?: UpgradeMeasured;
 }
 
 export const NOTES_FILE = 'RELEASE-NOTES.md';
@@ -249,7 +251,7 @@ export function releaseNotes(input: Omit<ReleaseInput, 'root' | 'kustomize'> & {
       : 'Not pinned (made without `--receive-adapter`): the gateway-watch ContainerSource names `knative-apiserver-receive-adapter` by tag; point it at your Knative Eventing\'s `APISERVER_RA_IMAGE` when installing (docs/install.md, "Install a release", step 3).',
     '',
     ...lbImageNotes(input.lbImages),
-    ...upgradeNotes(input.upgradeImpact),
+    ...upgradeNotes(input.upgradeImpact, input.upgradeMeasured),
     ...(input.plugin ? pluginNotes(input.plugin) : []),
     '## Monitoring',
     '',
@@ -369,6 +371,7 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
   // What upgrading from the previous release does to LB Pods, with this release's template.
   const previous = previousRelease();
   const upgradeImpact = previous ? runUpgradeImpact({ root, previous: buildPreviousRelease(log), template: releaseTemplate(root, version, lbImages).text, log }) : undefined;
+  const measured = upgradeImpact ? upgradeMeasured(root, upgradeImpact.previousVersion) : undefined;
   if (upgradeImpact) log(`upgrading from ${upgradeImpact.previousVersion}: ${upgradeImpact.rows.filter((r) => r.rolls).length} of ${upgradeImpact.rows.length} compared inputs roll their LB Pods (the notes say which and why)`);
   const [kustomize, syft] = [await ensureGoTool('kustomize'), await ensureGoTool('syft')];
   // The plugin's executables, before the image: a failure here pushes nothing.
@@ -418,6 +421,7 @@ export async function release(opts: ReleaseOptions, log: Log): Promise<Release> 
     const files = writeReleaseFiles(out, {
       root, kustomize: kustomize.binary, version, repository: opts.repository, digest: remote, lbImages, plugin,
       ...(upgradeImpact ? { upgradeImpact } : {}),
+      ...(measured ? { upgradeMeasured: measured } : {}),
       ...(adapter ? { adapter } : {}), ...(monitoring ? { monitoring } : {}),
     });
     log(`released ${image}; ${out}: ${files.join(', ')}`);
