@@ -86,6 +86,7 @@ describe('upgrade from the previous release and back, on the real Knative Servin
   const adapters: AdapterProcess[] = [];
   const relays: Relay[] = [];
   const watches: { abort(): void }[] = [];
+  let stopping = false;
   let ns = '';
   let cls = '';
   let controllerUser = '';
@@ -186,15 +187,21 @@ describe('upgrade from the previous release and back, on the real Knative Servin
     const env = (cs?.spec as { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } }).template.spec.containers[0]?.env ?? [];
     const shipped = z.object({ resources: z.array(z.object({ gvr: z.object({ Group: z.string(), Version: z.string(), Resource: z.string() }) })) }).parse(JSON.parse(env.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '{}'));
     adapters.push(await startAdapter({ kubeconfig: sourceKubeconfig, sink: wiring.brokerUrl, namespaces: [ns], resources: shipped.resources.map((r) => ({ group: r.gvr.Group, version: r.gvr.Version, resource: r.gvr.Resource })), env: eventing.proxyEnv }));
-    // Every RolloutQueued a Gateway shows, however briefly.
+    // Every RolloutQueued a Gateway shows, however briefly; the watch is
+    // opened again whenever the API server ends it.
     const watch = new Watch(adminConfig());
-    watches.push(await watch.watch(`/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/gateways`, {}, (_type, obj: { metadata: { name: string }; status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }) => {
-      const a = (obj.status?.conditions ?? []).find((c) => c.type === APPLIED);
-      if (a?.status === 'False' && a.reason === 'RolloutQueued') queued.set(obj.metadata.name, [...(queued.get(obj.metadata.name) ?? []), a.message]);
-    }, () => undefined));
+    const open = async (): Promise<void> => {
+      if (stopping) return;
+      watches.push(await watch.watch(`/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/gateways`, {}, (_type, obj: { metadata: { name: string }; status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } }) => {
+        const a = (obj.status?.conditions ?? []).find((c) => c.type === APPLIED);
+        if (a?.status === 'False' && a.reason === 'RolloutQueued') queued.set(obj.metadata.name, [...(queued.get(obj.metadata.name) ?? []), a.message]);
+      }, () => void open()));
+    };
+    await open();
   }, 40 * 60 * 1000);
 
   afterAll(async () => {
+    stopping = true;
     const out = process.env.UPGRADE_RESULTS;
     if (out) writeFileSync(out, `${JSON.stringify({ measuredAt: new Date().toISOString(), previous: previous?.version, ...results }, null, 2)}\n`);
     for (const w of watches) w.abort();
@@ -252,6 +259,11 @@ describe('upgrade from the previous release and back, on the real Knative Servin
     for (const d of list.items.filter((x) => x.metadata?.name?.startsWith('sllbr-'))) {
       lines.push(`${d.metadata?.name ?? ''}: generation ${d.metadata?.generation ?? 0} labels ${JSON.stringify(d.metadata?.labels ?? {})} status ${JSON.stringify({ ...d.status, conditions: d.status?.conditions?.map((c) => `${c.type}=${c.status}/${c.reason ?? ''}`) })}`);
     }
+    const core = adminConfig().makeApiClient(CoreV1Api);
+    for (const pod of (await core.listNamespacedPod({ namespace: ns })).items.filter((p) => p.metadata?.name?.startsWith('sllbr-'))) {
+      lines.push(`pod ${pod.metadata?.name ?? ''} on ${pod.spec?.nodeName ?? '-'}: ${pod.status?.phase ?? ''} ${JSON.stringify(pod.status?.conditions?.map((c) => `${c.type}=${c.status}/${c.reason ?? ''}`))}`);
+    }
+    for (const node of (await core.listNode()).items) lines.push(`node ${node.metadata?.name ?? ''}: taints ${JSON.stringify(node.spec?.taints ?? [])} ${JSON.stringify(node.status?.conditions?.map((c) => `${c.type}=${c.status}`))}`);
     lines.push(`queued seen: ${JSON.stringify([...queued.entries()])}`);
     return lines.join('\n');
   }
