@@ -33,7 +33,7 @@ import { startServing, type ServingPlane } from '../support/serving.js';
 // its image by a digest (what a release file does), and the process kubelet
 // runs, for a Revision Pod, the snapshot of the tree that image stands for.
 //
-// A fleet of Gateways, each with its LB Deployment on a fake Node: gw-a and
+// A fleet of Gateways, each with its LB Deployment on fake Nodes: gw-a and
 // gw-b with their own configurations, gw-c and gw-d sharing one, gw-bad
 // invalid (its configuration does not exist). The previous release serves
 // it; then this tree's install is applied (a new Revision) with the rollout
@@ -52,7 +52,9 @@ import { startServing, type ServingPlane } from '../support/serving.js';
 // bench/results/upgrade.json, the release notes quote them
 // (tools/release/upgrade-notes.mts).
 
-const FAKE_NODE = 'fake-node-1';
+// The LB template spreads a Gateway's LB Pods one per Node: three Nodes
+// take 3 replicas, or 2 and a rollout's surge Pod.
+const FAKE_NODES = ['fake-node-1', 'fake-node-2', 'fake-node-3'];
 const CONTROLLER_IMAGE = 'meridio-2-gateway-controller';
 const STAND_IN_REPOSITORY = 'dev.local/meridio-2/gateway-controller';
 const GATEWAYS = ['gw-a', 'gw-b', 'gw-c', 'gw-d'] as const;
@@ -141,7 +143,7 @@ describe('upgrade from the previous release and back, on the real Knative Servin
     overlay('previous', previous.dir, {});
     overlay('current', repoRoot(), { LB_ROLLOUT_BUDGET: '1', LB_PDB_MAX_UNAVAILABLE: '1' });
     cp = await ControlPlane.start({
-      fakeNodes: [FAKE_NODE],
+      fakeNodes: FAKE_NODES,
       extraControllers: ['endpoints-controller', 'endpointslice-controller'],
       aggregatorRouting: true,
       apiServerIps: [GATEWAY],
