@@ -22,12 +22,14 @@ export function p9Section(p9: NonNullable<BenchResults['p9']>): string[] {
 
 const perGateway = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 
-/** Requests per Gateway rolled between consecutive checkpoints of a drain: flat when each rollout costs the same, late or early. */
+/** Requests per Gateway rolled between checkpoints about a quarter of the drain apart: flat when each rollout costs the same, late or early. */
 function increments(row: P10Row): string {
   const out: string[] = [];
   let prev = { rolled: 0, requests: 0 };
   for (const p of row.progress) {
-    if (p.rolled > prev.rolled) out.push(`${prev.rolled}→${p.rolled}: ${perGateway((p.requests - prev.requests) / (p.rolled - prev.rolled))}`);
+    const last = p === row.progress[row.progress.length - 1];
+    if (p.rolled <= prev.rolled || (!last && p.rolled - prev.rolled < row.rolled / 4)) continue;
+    out.push(`${prev.rolled}→${p.rolled}: ${perGateway((p.requests - prev.requests) / (p.rolled - prev.rolled))}`);
     prev = p;
   }
   return out.join(', ') || '–';
