@@ -377,7 +377,7 @@ export async function measureDrain(ctx: BenchContext, opts: { sizes: number[]; b
       await createGateways(c, ns, names('gw', have, n), ctx.className, 'cfg', 16);
       have = Math.max(have, n);
       // Creates never wait for the budget; the converge's last passes take the index labels back.
-      await converge(ctx, ns, n, withEnv(variant, { TEMPLATE_PATH: templates.file(version), LB_ROLLOUT_BUDGET: String(opts.budgets[0] ?? 1) }));
+      await converge(ctx, ns, n, withEnv(variant, { TEMPLATE_PATH: templates.file(version), LB_ROLLOUT_BUDGET: String(opts.budgets[0] ?? 1) }), 'P10');
       for (const budget of opts.budgets) {
         version++;
         ctx.log(`P10 n=${n} budget ${budget}: template change to ${templates.image(version)}`);
