@@ -46,7 +46,10 @@ RUN node tools/bundle/build.mts
 # - dpkg's record of the Debian packages those libraries come from (their
 #   status stanzas, one file per package in /var/lib/dpkg/status.d/, as
 #   distroless images have them) and their copyright files, so that an SBOM
-#   tool lists those packages at their versions, and no other;
+#   tool lists those packages at their versions, and no other; and
+#   /etc/os-release (of base-files, recorded the same way), which names the
+#   Debian release, so that the SBOM's package URLs (pkg:deb/debian/…) say
+#   which distribution's advisories apply;
 # - CA certificates: the Mozilla root store compiled into this Node
 #   (tls.rootCertificates) as a PEM bundle where OpenSSL-based tools look for
 #   it; Node itself uses its compiled-in copy;
@@ -69,6 +72,8 @@ RUN set -eu; \
         if dpkg -S "$path" > /tmp/owner 2>/dev/null; then sed 's/: .*//; s/, /\n/g' /tmp/owner >> /tmp/owners; break; fi; \
       done; \
     done; \
+    cp -L /etc/os-release /rootfs/etc/os-release; \
+    dpkg -S /etc/os-release | sed 's/: .*//' >> /tmp/owners; \
     for pkg in $(sort -u /tmp/owners); do \
       name=${pkg%%:*}; \
       dpkg-query -s "$pkg" > "/rootfs/var/lib/dpkg/status.d/$name"; \

@@ -308,7 +308,7 @@ describe('the release', () => {
         || /^(lib|lib64|usr\/lib)(\/[^/]+)*\/[^/]+\.so(\.\d+)+$/.test(f)
         || /^var\/lib\/dpkg\/status\.d\/[^/]+$/.test(f)
         || /^usr\/share\/doc\/[^/]+\/copyright$/.test(f)
-        || ['etc/passwd', 'etc/group', 'etc/nsswitch.conf', 'etc/ssl/certs/ca-certificates.crt'].includes(f)
+        || ['etc/passwd', 'etc/group', 'etc/nsswitch.conf', 'etc/os-release', 'etc/ssl/certs/ca-certificates.crt'].includes(f)
         || f.startsWith('app/');
       expect(files.filter((f) => !expected(f))).toEqual([]);
       for (const f of ['bin/sh', 'bin/bash', 'usr/bin/apt-get', 'usr/bin/dpkg', 'usr/local/bin/npm']) expect(files).not.toContain(f);
@@ -322,9 +322,11 @@ describe('the release', () => {
 
       // dpkg's record of the image (one status stanza per package in
       // status.d, as distroless images have it): the packages of the shared
-      // libraries, each with its copyright file, and the SBOM lists exactly those.
+      // libraries and base-files (/etc/os-release), each with its copyright
+      // file, and the SBOM lists exactly those, as Debian's (pkg:deb/debian/).
+      expect(readFileSync(join(rootfs, 'etc/os-release'), 'utf8')).toMatch(/^ID=debian$/m);
       const installed = readdirSync(join(rootfs, 'var/lib/dpkg/status.d')).map((name) => Object.fromEntries(readFileSync(join(rootfs, 'var/lib/dpkg/status.d', name), 'utf8').split('\n').filter((l) => /^[A-Za-z-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]) as [string, string][]));
-      expect(installed.map((p) => p.Package).sort()).toEqual(expect.arrayContaining(['libc6', 'libgcc-s1', 'libstdc++6']));
+      expect(installed.map((p) => p.Package).sort()).toEqual(expect.arrayContaining(['base-files', 'libc6', 'libgcc-s1', 'libstdc++6']));
       for (const p of installed) {
         expect(p.Status).toBe('install ok installed');
         expect(files).toContain(`usr/share/doc/${p.Package}/copyright`);
