@@ -266,7 +266,7 @@ export function imageSection(f: ImageFacts): string[] {
     `| this build | ${f.runtimeBase} | **${mb(f.compressedBytes)}** (${f.compressedBytes.toLocaleString('en-US')} bytes; target ≤ 50 MB) | ${f.unpacked} | ${f.layers} |`,
     `| before | ${f.before.runtimeBase} | ${mb(f.before.compressedBytes)} (${f.before.compressedBytes.toLocaleString('en-US')} bytes) | ${f.before.unpacked} | ${f.before.layers} |`,
     '',
-    `SBOM: Node.js ${f.sbom.node} (the binary), ${f.sbom.npm} npm packages (bundled into the snapshot; their package.json and licence files in \`/app/node_modules\`), and the Debian packages of the libraries the binary links: ${f.sbom.deb.map((d) => `\`${d}\``).join(', ')}. No shell, no package manager.`,
+    `SBOM: Node.js ${f.sbom.node} (the binary), ${f.sbom.npm} npm packages (bundled into the snapshot; their package.json and licence files in \`/app/node_modules\`), and the Debian packages of its files (the libraries the binary links, and base-files for \`/etc/os-release\`): ${f.sbom.deb.map((d) => `\`${d}\``).join(', ')}. No shell, no package manager.`,
     '',
     'Beside the anchors\' runtime bases (from their Dockerfiles; their image sizes are not measured here, as no container registry is reachable from this machine):',
     '',
