@@ -259,7 +259,7 @@ export function imageSection(f: ImageFacts): string[] {
   return [
     '## Image size',
     '',
-    `How: \`node tools/image/measure.mts\` (${f.measuredAt.slice(0, 10)}): the image built from the Dockerfile on the local \`node:24-slim\` stand-in (docs/testing.md, "The image"), its layers as \`buildah push\` compresses them (gzip) into an OCI layout: the bytes a node pulls. Contents as the release's SBOM (syft) lists them.`,
+    `How: (${f.measuredAt.slice(0, 10)}) the image built from the Dockerfile on the local \`node:24-slim\` stand-in (docs/testing.md, "The image"), its layers as \`buildah push\` compresses them (gzip) into an OCI layout, summed as \`node tools/image/measure.mts\` sums them (tools/image/buildah.mts, compressedSize): the bytes a node pulls. Contents as the release's SBOM (syft) lists them.`,
     '',
     '| build | runtime base | compressed (pulled) | unpacked | layers |',
     '|---|---|---|---|---|',
