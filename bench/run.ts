@@ -15,7 +15,7 @@ import { setUp, tearDown } from './lib/setup.js';
 import { parseVariantList, SENDER_AUTH_VARIANT, TELEMETRY_VARIANT } from './lib/variants.js';
 import { EXPLORATORY_BUILDS } from './explore/builds.js';
 import { renderExplore } from './explore/report.js';
-import { explored, renderReport, ServingWakeSchema, type ServingWake } from './report.js';
+import { explored, ImageFactsSchema, renderReport, ServingWakeSchema, type ImageFacts, type ServingWake } from './report.js';
 import { CONTROLLER_MANAGER_SCALE_ARGS, FIGURES, defaultOptions, runFigures, type BenchOptions, type BenchResults, type Figure } from './suite.js';
 
 const HELP = `Usage: npm run bench -- [options]
@@ -222,10 +222,16 @@ function findings(): string {
   return existsSync(path) ? readFileSync(path, 'utf8') : '';
 }
 
+/** The image's size and contents, measured by tools/image/measure.mts (bench/report.ts, ImageFactsSchema). */
+function imageFacts(): ImageFacts | undefined {
+  const path = repoPath('bench', 'results', 'image.json');
+  return existsSync(path) ? ImageFactsSchema.parse(JSON.parse(readFileSync(path, 'utf8'))) : undefined;
+}
+
 /** Writes REPORT.md (and EXPLORE.md when the run explored) where asked, or by default for a full run; prints them otherwise. */
 function writeReports(results: BenchResults, paths: Pick<Outputs, 'report' | 'exploreReport'>, defaults: boolean): string[] {
   const full = results.mode === 'full';
-  const docs = [{ md: renderReport(results, full ? findings() : '', servingWake()), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
+  const docs = [{ md: renderReport(results, full ? findings() : '', servingWake(), imageFacts()), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
   if (explored(results)) docs.push({ md: renderExplore(results), path: paths.exploreReport ?? (defaults ? repoPath('bench', 'EXPLORE.md') : undefined) });
   const written: string[] = [];
   for (const { md, path } of docs) {
