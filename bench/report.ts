@@ -7,6 +7,7 @@ import { SENDER_AUTH_VARIANT, TELEMETRY_VARIANT } from './lib/variants.js';
 import type { P1Variant } from './measures/cold-start.js';
 import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
+import type { P10Result, P10Row } from './measures/drain.js';
 
 // Renders the results document as bench/REPORT.md: the targets table first,
 // then every figure with how it was measured.
@@ -16,6 +17,48 @@ export function p9Section(p9: NonNullable<BenchResults['p9']>): string[] {
   L.push('| Gateways | rows printed | requests (allowed) | writes | spawn → exit |', '|---|---|---|---|---|');
   for (const row of p9.rows) L.push(`| ${row.n} | ${row.rows} | ${row.counts.total} (${row.allowance}): ${verbs(row.counts)} | ${row.counts.writes} | ${sumMs(row.ms)} |`);
   L.push('');
+  return L;
+}
+
+const perGateway = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
+
+/** Requests per Gateway rolled between checkpoints about a quarter of the drain apart: flat when each rollout costs the same, late or early. */
+function increments(row: P10Row): string {
+  const out: string[] = [];
+  let prev = { rolled: 0, requests: 0 };
+  for (const p of row.progress) {
+    const last = p === row.progress[row.progress.length - 1];
+    if (p.rolled <= prev.rolled || (!last && p.rolled - prev.rolled < row.rolled / 4)) continue;
+    out.push(`${prev.rolled}→${p.rolled}: ${perGateway((p.requests - prev.requests) / (p.rolled - prev.rolled))}`);
+    prev = p;
+  }
+  return out.join(', ') || '–';
+}
+
+/** The drain is linear when the ratio of the largest to the smallest size stays near their ratio (quadratic would be its square). */
+export function p10Linear(p10: P10Result): boolean {
+  return p10.slopes.every((s) => s.ratio <= 1.5 * (s.to / s.from));
+}
+
+export function p10Section(p10: P10Result): string[] {
+  const L = ['## P10 the rollout budget\'s drain', '', 'How (bench/measures/drain.ts): n Gateways in one namespace, in sync under `LB_ROLLOUT_BUDGET=k`, each LB Deployment stored at 0 replicas (a MutatingAdmissionPolicy at create; `enforceReplicas: false` keeps it so), so that the real kube-controller-manager\'s Deployment controller completes each rollout at once without Pods. Then a template change: a new function process whose `TEMPLATE_PATH` has another LB image, as a new Revision starts, with the shipped event path in front of it: the local stand-in for the ApiServerSource (every change of the watched objects, LB Deployments included, one delivery at a time per stream) and the PingSource (a resync at start, then the shipped 5 minutes), K_SINK the function itself. Drained = every LB Deployment\'s pod template has the new image and the Deployment controller says that rollout completed (judged from a watch of the Deployments), and then the function quiet for 5 s; a drain cut by its deadline stops at once, and its figures are those of the Deployments rolled by then. Requests: every request of the controller identity from the process\'s start to its stop, from the audit log. A census is one `rolling` list and one `line` list of LB Deployments (label-selected by the rollout index, docs/design.md §12).', ''];
+  L.push('| n | budget k | rolled | requests | per Gateway | censuses (lists: rolling / line / configuration line) | most rolling at once | events handled | per Gateway between checkpoints | rolled / quiet after | load |', '|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const row of p10.rows) {
+    const d = row.deploymentLists;
+    const ev = Object.entries(row.events).map(([k, v]) => `${v} ${k.replace(/^dev\.knative\.|^org\.nordix\.meridio2\./, '')}`).join(', ');
+    L.push(`| ${row.n} | ${row.budget} | ${row.rolled}${row.complete ? '' : ` (prefix: deadline reached)`} | ${row.counts.total}: ${verbs(row.counts)} | ${perGateway(row.requestsPerGateway)} | ${d.rolling} / ${d.line} / ${d['configuration line']} (${perGateway(d.rolling / Math.max(1, row.rolled))} per Gateway) | ${row.maxRolling} | ${ev} | ${increments(row)} | ${(row.rolledMs / 1000).toFixed(0)} s / ${(row.quietMs / 1000).toFixed(0)} s | ${row.load} |`);
+  }
+  L.push('');
+  if (p10.slopes.length > 0) {
+    L.push('| budget k | sizes | requests per extra Gateway | requests(large) / requests(small) | linear would be | quadratic would be |', '|---|---|---|---|---|---|');
+    for (const s of p10.slopes) L.push(`| ${s.budget} | ${s.from} → ${s.to} | ${perGateway(s.perExtraGateway)} | ${s.ratio.toFixed(2)} | ${(s.to / s.from).toFixed(0)} | ${((s.to / s.from) ** 2).toFixed(0)} |`);
+    L.push('');
+  }
+  const se = p10.statusEvent;
+  if (se) {
+    L.push(`A settled Deployment's status event, alone (n=${se.n}, budget 1; K_SINK a Broker stand-in that keeps the fan-out, so only the event's own invocation is counted): the event of an LB Deployment whose rollout completed while its index label still said \`rolling\`: ${se.settled.counts.total} requests (${verbs(se.settled.counts)}), ${se.settled.deploymentLists / 2} census, ${se.settled.targets} reconcile requests handed over (its owner, which takes the label back, and the next in line); the next status event of the same Deployment, its label back: ${se.again.counts.total} requests (${verbs(se.again.counts)}), ${se.again.deploymentLists / 2} census.`);
+    L.push('');
+  }
   return L;
 }
 
@@ -156,6 +199,29 @@ export function targets(r: BenchResults): TargetRow[] {
       note: r.p9.rows.map((x) => `n=${x.n}: ${x.rows} rows, ${ms(x.ms.median)} spawn → exit`).join('; '),
     });
   }
+  if (r.p10) {
+    const p10 = r.p10;
+    const se = p10.statusEvent;
+    rows.push({
+      figure: 'P10 the rollout budget\'s drain, requests',
+      target: `linear in n (requests(10n)/requests(n) ≈ 10, not ≈ 100), ≤ ${p10.allowancePerGateway} per rolled Gateway`,
+      measured: [
+        ...p10.rows.map((x) => `n=${x.n} k=${x.budget}: ${x.counts.total}${x.complete ? '' : ` (prefix, ${x.rolled} rolled)`}, ${perGateway(x.requestsPerGateway)} per Gateway`),
+        ...p10.slopes.map((s) => `k=${s.budget}: ${perGateway(s.perExtraGateway)} per extra Gateway, ratio ${s.ratio.toFixed(2)}`),
+      ].join('; '),
+      met: p10.rows.length > 0 && p10Linear(p10) && p10.rows.every((x) => x.requestsPerGateway <= p10.allowancePerGateway) ? (p10.rows.every((x) => x.complete) ? true : null) : false,
+      note: p10.rows.map((x) => `n=${x.n} k=${x.budget}: at most ${x.maxRolling} rolling at once`).join('; '),
+    });
+    if (se) {
+      rows.push({
+        figure: 'P10 a settled Deployment\'s status event',
+        target: 'at most one census (2 lists)',
+        measured: `settled, label rolling: ${se.settled.deploymentLists} Deployment lists (${se.settled.counts.total} requests); again: ${se.again.deploymentLists}`,
+        met: se.settled.deploymentLists <= 2 && se.again.deploymentLists === 0,
+        note: `n=${se.n}`,
+      });
+    }
+  }
   if (r.p6) {
     const sizes = r.p6.sizes;
     rows.push({
@@ -226,7 +292,61 @@ export function p8Section(w: ServingWake): string[] {
   ];
 }
 
-export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): string {
+/**
+ * The controller image's size and contents, measured with
+ * tools/image/measure.mts (its compressed layers as buildah pushes them to an
+ * OCI layout) and the image's SBOM (syft), in bench/results/image.json.
+ */
+export const ImageFactsSchema = z.object({
+  measuredAt: z.string(),
+  runtimeBase: z.string(),
+  compressedBytes: z.number().int(),
+  unpacked: z.string(),
+  layers: z.number().int(),
+  before: z.object({ runtimeBase: z.string(), compressedBytes: z.number().int(), unpacked: z.string(), layers: z.number().int() }),
+  sbom: z.object({ deb: z.array(z.string()), npm: z.number().int(), node: z.string() }),
+});
+export type ImageFacts = z.infer<typeof ImageFactsSchema>;
+
+/** The anchors' runtime bases (their Dockerfiles), beside which the report puts ours. */
+const IMAGE_ANCHORS: ReadonlyArray<[string, string]> = [
+  ['Envoy Gateway', 'distroless `base-nossl` (glibc, no OpenSSL), a Go binary'],
+  ['Kong', 'distroless `static` (no libc), a Go binary'],
+  ['NGINX Gateway Fabric (control plane)', '`scratch`, a Go binary'],
+];
+
+/** The image's row of the targets table (issue 41: ≤ 50 MB compressed, distroless-style). */
+export function imageTarget(f: ImageFacts): TargetRow {
+  return { figure: 'Image, compressed', target: '≤ 50 MB, no shell or package manager', measured: `${(f.compressedBytes / 1e6).toFixed(1)} MB`, met: f.compressedBytes <= 50e6, note: `${f.runtimeBase}; before ${(f.before.compressedBytes / 1e6).toFixed(1)} MB (${f.before.runtimeBase}); see "Image size"` };
+}
+
+export function imageSection(f: ImageFacts): string[] {
+  const mb = (b: number): string => `${(b / 1e6).toFixed(1)} MB`;
+  return [
+    '## Image size',
+    '',
+    `How: (${f.measuredAt.slice(0, 10)}) the image built from the Dockerfile on the local \`node:24-slim\` stand-in (docs/testing.md, "The image"), its layers as \`buildah push\` compresses them (gzip) into an OCI layout, summed as \`node tools/image/measure.mts\` sums them (tools/image/buildah.mts, compressedSize): the bytes a node pulls. Contents as the release's SBOM (syft) lists them.`,
+    '',
+    '| build | runtime base | compressed (pulled) | unpacked | layers |',
+    '|---|---|---|---|---|',
+    `| this build | ${f.runtimeBase} | **${mb(f.compressedBytes)}** (${f.compressedBytes.toLocaleString('en-US')} bytes; target ≤ 50 MB) | ${f.unpacked} | ${f.layers} |`,
+    `| before | ${f.before.runtimeBase} | ${mb(f.before.compressedBytes)} (${f.before.compressedBytes.toLocaleString('en-US')} bytes) | ${f.before.unpacked} | ${f.before.layers} |`,
+    '',
+    `SBOM: Node.js ${f.sbom.node} (the binary), ${f.sbom.npm} npm packages (bundled into the snapshot; their package.json and licence files in \`/app/node_modules\`), and the Debian packages of its files (the libraries the binary links, and base-files for \`/etc/os-release\`): ${f.sbom.deb.map((d) => `\`${d}\``).join(', ')}. No shell, no package manager.`,
+    '',
+    'Beside the anchors\' runtime bases (from their Dockerfiles; their image sizes are not measured here, as no container registry is reachable from this machine):',
+    '',
+    '| project | runtime base |',
+    '|---|---|',
+    ...IMAGE_ANCHORS.map(([p, b]) => `| ${p} | ${b} |`),
+    `| this controller | ${f.runtimeBase} |`,
+    '',
+    'The Node.js binary is most of it: 108 MB stripped (126 MB as released, 18 MB of it symbols and DWARF), about 40 MB gzip-compressed; a Go controller on `static` or `scratch` needs none of it.',
+    '',
+  ];
+}
+
+export function renderReport(r: BenchResults, extra = '', wake?: ServingWake, image?: ImageFacts): string {
   const L: string[] = [];
   const m = r.machine;
   L.push('# Benchmarks: serverless Meridio-2 Gateway controller');
@@ -248,6 +368,10 @@ export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): s
   L.push('| figure | target | measured (median) | where we stand | note |');
   L.push('|---|---|---|---|---|');
   for (const t of targets(r)) L.push(`| ${t.figure} | ${t.target} | ${t.measured} | ${mark(t.met)} | ${t.note} |`);
+  if (image) {
+    const t = imageTarget(image);
+    L.push(`| ${t.figure} | ${t.target} | ${t.measured} | ${mark(t.met)} | ${t.note} |`);
+  }
   L.push('');
   const errors = Object.entries(r.errors);
   if (errors.length > 0) {
@@ -374,7 +498,9 @@ export function renderReport(r: BenchResults, extra = '', wake?: ServingWake): s
     L.push('');
   }
   if (wake) L.push(...p8Section(wake));
+  if (image) L.push(...imageSection(image));
   if (r.p9) L.push(...p9Section(r.p9));
+  if (r.p10) L.push(...p10Section(r.p10));
   if (extra) L.push(extra);
   return `${L.join('\n')}\n`;
 }

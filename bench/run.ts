@@ -15,8 +15,8 @@ import { setUp, tearDown } from './lib/setup.js';
 import { parseVariantList, SENDER_AUTH_VARIANT, TELEMETRY_VARIANT } from './lib/variants.js';
 import { EXPLORATORY_BUILDS } from './explore/builds.js';
 import { renderExplore } from './explore/report.js';
-import { explored, renderReport, ServingWakeSchema, type ServingWake } from './report.js';
-import { FIGURES, defaultOptions, runFigures, type BenchOptions, type BenchResults, type Figure } from './suite.js';
+import { explored, ImageFactsSchema, renderReport, ServingWakeSchema, type ImageFacts, type ServingWake } from './report.js';
+import { CONTROLLER_MANAGER_SCALE_ARGS, FIGURES, defaultOptions, runFigures, type BenchOptions, type BenchResults, type Figure } from './suite.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -67,7 +67,13 @@ started as the image starts it) in every figure, P1 to P6, and writes bench/REPO
   --p7-samples N           no-op reconciles per route count (default 30; quick 5)
   --p9-sizes a,b           Gateways for \`kubectl meridio status -A\` (default 1000; quick 20)
   --p9-repeats N           runs of the plugin per size (default 3; quick 1)
-  --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods)
+  --p10-sizes a,b          Gateways whose LB Deployments all roll after a template change
+                           (default 1000,10000; quick 20)
+  --p10-budgets a,b        LB_ROLLOUT_BUDGET of each drain, every size (default 1,50; quick 1,5)
+  --p10-deadline M         minutes one drain may run; past it the row is of the prefix that
+                           rolled (default 60; quick 10)
+  --controller-manager     also run kube-controller-manager (Deployment status, ReplicaSets, Pods);
+                           without it P10 starts a control plane of its own that has it
   --variant-entry name=path  an extra build of the function to measure (e.g. a patched copy;
                            a .blob is started with --snapshot-blob)
   --variant-env name:K=V   extra environment for a --variant-entry build (e.g. NODE_OPTIONS)
@@ -131,6 +137,9 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
       'p7-samples': { type: 'string' },
       'p9-sizes': { type: 'string' },
       'p9-repeats': { type: 'string' },
+      'p10-sizes': { type: 'string' },
+      'p10-budgets': { type: 'string' },
+      'p10-deadline': { type: 'string' },
       'controller-manager': { type: 'boolean' },
       'variant-entry': { type: 'string', multiple: true },
       'variant-env': { type: 'string', multiple: true },
@@ -172,6 +181,9 @@ function parseOptions(argv: string[]): { options: BenchOptions } & Outputs {
   if (values['p7-samples'] !== undefined) o.p7Samples = int(values['p7-samples']);
   if (values['p9-sizes'] !== undefined) o.p9Sizes = values['p9-sizes'].split(',').map((x) => int(x.trim()));
   if (values['p9-repeats'] !== undefined) o.p9Repeats = int(values['p9-repeats']);
+  if (values['p10-sizes'] !== undefined) o.p10Sizes = ints(values['p10-sizes']);
+  if (values['p10-budgets'] !== undefined) o.p10Budgets = ints(values['p10-budgets']);
+  if (values['p10-deadline'] !== undefined) o.p10DeadlineMinutes = int(values['p10-deadline']);
   if (values['controller-manager']) o.controllerManager = true;
   for (const spec of values['variant-entry'] ?? []) {
     const eq = spec.indexOf('=');
@@ -210,10 +222,16 @@ function findings(): string {
   return existsSync(path) ? readFileSync(path, 'utf8') : '';
 }
 
+/** The image's size and contents, measured by tools/image/measure.mts (bench/report.ts, ImageFactsSchema). */
+function imageFacts(): ImageFacts | undefined {
+  const path = repoPath('bench', 'results', 'image.json');
+  return existsSync(path) ? ImageFactsSchema.parse(JSON.parse(readFileSync(path, 'utf8'))) : undefined;
+}
+
 /** Writes REPORT.md (and EXPLORE.md when the run explored) where asked, or by default for a full run; prints them otherwise. */
 function writeReports(results: BenchResults, paths: Pick<Outputs, 'report' | 'exploreReport'>, defaults: boolean): string[] {
   const full = results.mode === 'full';
-  const docs = [{ md: renderReport(results, full ? findings() : '', servingWake()), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
+  const docs = [{ md: renderReport(results, full ? findings() : '', servingWake(), imageFacts()), path: paths.report ?? (defaults ? repoPath('bench', 'REPORT.md') : undefined) }];
   if (explored(results)) docs.push({ md: renderExplore(results), path: paths.exploreReport ?? (defaults ? repoPath('bench', 'EXPLORE.md') : undefined) });
   const written: string[] = [];
   for (const { md, path } of docs) {
@@ -243,7 +261,7 @@ async function main(): Promise<void> {
   const machine = describeMachine();
   log(`${options.quick ? 'quick' : 'full'} run on ${machine.cpus} CPUs, node ${machine.node}, load ${machine.loadStart}`);
   const cpStart = performance.now();
-  const cp = await ControlPlane.start({ controllerManager: options.controllerManager, log: (m) => log(`controlplane: ${m}`) });
+  const cp = await ControlPlane.start({ controllerManager: options.controllerManager, controllerManagerArgs: CONTROLLER_MANAGER_SCALE_ARGS, log: (m) => log(`controlplane: ${m}`) });
   const cpMs = Math.round(performance.now() - cpStart);
   let ctx: BenchContext | undefined;
   const results: BenchResults = {

@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import type { ClusterInfo } from '../tools/controlplane/control-plane.js';
+import { ControlPlane, type ClusterInfo } from '../tools/controlplane/control-plane.js';
 import type { BenchContext } from './lib/context.js';
 import type { Machine } from './lib/machine.js';
 import { repoRoot } from '../tools/harness/repo-root.js';
@@ -13,6 +13,9 @@ import { measureMemory, type P5Result } from './measures/memory.js';
 import { measureRequests, type P3Result } from './measures/requests.js';
 import { measureResync, type P6Result } from './measures/resync.js';
 import { measurePluginStatus, type P9Result } from './measures/plugin-status.js';
+import { measureDrain, type P10Result } from './measures/drain.js';
+import { connect } from './lib/cluster.js';
+import { setUp, tearDown } from './lib/setup.js';
 import { memoryCgroupsAvailable, shippedMemoryLimit } from './lib/memory-cgroup.js';
 import { measureRouteRead, type P7Result } from './measures/route-read.js';
 import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
@@ -22,7 +25,7 @@ import { measureWarmLatency, type P2Result } from './measures/warm-latency.js';
 // shipped build; `explore` adds the other builds to P1 and P5 and what each
 // dependency costs alone (bench/explore/).
 
-export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'P7', 'P9'] as const;
+export const FIGURES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'P7', 'P9', 'P10'] as const;
 export type Figure = (typeof FIGURES)[number];
 
 export interface BenchOptions {
@@ -57,6 +60,11 @@ export interface BenchOptions {
   /** Gateways per P9 row (`kubectl meridio status -A`), and its runs per row. */
   p9Sizes: number[];
   p9Repeats: number;
+  /** Gateways per P10 row (the drain after a template change), and the LB_ROLLOUT_BUDGET of each. */
+  p10Sizes: number[];
+  p10Budgets: number[];
+  /** How long one P10 drain may run; past it, the row is of the prefix that rolled. */
+  p10DeadlineMinutes: number;
   controllerManager: boolean;
   /** The build every figure but P1 and P5 runs (default tsc, the shipped one). */
   mainVariant: string;
@@ -78,10 +86,12 @@ export function defaultOptions(quick: boolean, explore = false): BenchOptions {
     ? {
         ...shared, p1Spawns: 3, p1ImportRepeats: explore ? 1 : 0, p2Samples: 20, p2ChangeSamples: 5, p2Warmup: 3,
         p3Repeats: 1, p4Sizes: [10], p4Repeats: 1, p5Concurrency: 20, p5Repeats: 1, p6Sizes: [10, 20, 40], p6Passes: 1, p7Routes: [0, 50], p7Samples: 5, p9Sizes: [20], p9Repeats: 1,
+        p10Sizes: [20], p10Budgets: [1, 5], p10DeadlineMinutes: 10,
       }
     : {
         ...shared, p1Spawns: 20, p1ImportRepeats: 5, p2Samples: 200, p2ChangeSamples: 50, p2Warmup: 10,
         p3Repeats: 3, p4Sizes: [10, 100, 500], p4Repeats: 3, p5Concurrency: 100, p5Repeats: 3, p6Sizes: [1000, 10000], p6Passes: 3, p7Routes: [0, 1000, 5000], p7Samples: 30, p9Sizes: [1000], p9Repeats: 3,
+        p10Sizes: [1000, 10000], p10Budgets: [1, 50], p10DeadlineMinutes: 60,
       };
 }
 
@@ -103,6 +113,7 @@ export interface BenchResults {
   p6?: P6Result;
   p7?: P7Result;
   p9?: P9Result;
+  p10?: P10Result;
   errors: Partial<Record<Figure, string>>;
 }
 
@@ -157,8 +168,36 @@ export async function runFigures(ctx: BenchContext, o: BenchOptions, results: Be
     if (p7) results.p7 = p7;
     const p9 = await timed('P9', () => measurePluginStatus(ctx, { sizes: o.p9Sizes, repeats: o.p9Repeats, variant: main }));
     if (p9) results.p9 = p9;
+    const p10 = await timed('P10', () => withControllerManager(ctx, (c) => measureDrain(c, { sizes: o.p10Sizes, budgets: o.p10Budgets, variant: main, deadlineMs: o.p10DeadlineMinutes * 60_000 })));
+    if (p10) results.p10 = p10;
   } finally {
     prepared.dispose();
     await sink?.close();
+  }
+}
+
+/**
+ * kube-controller-manager's client rate and sync workers for thousands of
+ * Deployments: at its default 20 requests a second, the Deployment
+ * controller alone would take longer than the drain it is measured beside.
+ */
+export const CONTROLLER_MANAGER_SCALE_ARGS = ['--kube-api-qps=1000', '--kube-api-burst=2000', '--concurrent-deployment-syncs=20', '--concurrent-replicaset-syncs=20'];
+
+/**
+ * P10's rollouts are the Deployment controller's: without it in the bench's
+ * control plane, P10 runs on one of its own that has it, so the other
+ * figures keep theirs as measured.
+ */
+async function withControllerManager<T>(ctx: BenchContext, run: (ctx: BenchContext) => Promise<T>): Promise<T> {
+  if (ctx.cluster.controllerManager) return run(ctx);
+  ctx.log('P10: starting a control plane with kube-controller-manager');
+  const cp = await ControlPlane.start({ controllerManager: true, controllerManagerArgs: CONTROLLER_MANAGER_SCALE_ARGS, log: (m) => ctx.log(`P10 controlplane: ${m}`) });
+  let own: BenchContext | undefined;
+  try {
+    own = await setUp(connect(cp.info, { controllerManager: true }), ctx.log);
+    return await run(own);
+  } finally {
+    if (own) await tearDown(own, { namespaces: false }).catch(() => undefined);
+    await cp.stop();
   }
 }

@@ -94,3 +94,64 @@ export async function mutateDeployments(admin: KubeConfig, namespace: string): P
   }
   return { remove };
 }
+
+/**
+ * Every Deployment created in the namespace is stored at 0 replicas, as an
+ * autoscaler scaled to zero leaves it (with enforceReplicas false the
+ * controller keeps the live count). With no Node, the Deployment controller
+ * completes a 0-replica rollout at once and no Pod is ever made: thousands of
+ * LB Deployments can roll without Pods.
+ */
+export async function zeroReplicasAtCreate(admin: KubeConfig, namespace: string): Promise<Mutations> {
+  const api = admin.makeApiClient(CustomObjectsApi);
+  const name = `zero-replicas-${namespace}`;
+  await api.createClusterCustomObject({
+    ...MAP,
+    body: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments'] }] },
+        failurePolicy: 'Fail',
+        reinvocationPolicy: 'Never',
+        mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{spec: Object.spec{replicas: 0}}' } }],
+      },
+    },
+  });
+  await api.createClusterCustomObject({
+    ...BINDING,
+    body: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: { policyName: name, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } } },
+    },
+  });
+  const remove = async (): Promise<void> => {
+    await api.deleteClusterCustomObject({ ...BINDING, name });
+    await api.deleteClusterCustomObject({ ...MAP, name });
+  };
+  const apps = admin.makeApiClient(AppsV1Api);
+  try {
+    await waitFor('the zero-replicas policy to take effect', async () => {
+      const probe = await apps.createNamespacedDeployment({
+        namespace,
+        dryRun: 'All',
+        body: {
+          metadata: { name: 'admission-probe' },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: 'probe' } },
+            template: { metadata: { labels: { app: 'probe' } }, spec: { containers: [{ name: 'c', image: 'example/probe:1' }] } },
+          },
+        },
+      });
+      return probe.spec?.replicas === 0 ? true : undefined;
+    }, { timeoutMs: 30000, intervalMs: 200 });
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return { remove };
+}

@@ -32,11 +32,11 @@ export interface ConfigurationObject {
 
 const custom = (c: BenchCluster): CustomObjectsApi => c.admin.makeApiClient(CustomObjectsApi);
 
-export function configurationSpec(replicas = 2): Record<string, unknown> {
+export function configurationSpec(replicas = 2, enforceReplicas = true): Record<string, unknown> {
   return {
     networkAttachments: [{ type: 'NAD', nad: { name: 'app-net', namespace: 'default', interface: 'net1' } }],
     internalSubnets: [{ attachmentType: 'NAD', cidr: '172.16.0.0/24' }],
-    horizontalScaling: { replicas, enforceReplicas: true },
+    horizontalScaling: { replicas, enforceReplicas },
   };
 }
 
@@ -55,11 +55,12 @@ export async function deleteClass(c: BenchCluster, name: string): Promise<void> 
   }
 }
 
-export async function createConfiguration(c: BenchCluster, namespace: string, name: string, replicas = 2): Promise<ConfigurationObject> {
+/** enforceReplicas false: the controller keeps an LB Deployment's live replica count (P10's stay at 0). */
+export async function createConfiguration(c: BenchCluster, namespace: string, name: string, replicas = 2, enforceReplicas = true): Promise<ConfigurationObject> {
   return (await custom(c).createNamespacedCustomObject({
     ...GATEWAY_CONFIGURATIONS,
     namespace,
-    body: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', metadata: { name }, spec: configurationSpec(replicas) },
+    body: { apiVersion: 'meridio-2.nordix.org/v1alpha1', kind: 'GatewayConfiguration', metadata: { name }, spec: configurationSpec(replicas, enforceReplicas) },
   })) as ConfigurationObject;
 }
 

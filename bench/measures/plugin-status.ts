@@ -40,7 +40,7 @@ export async function measurePluginStatus(ctx: BenchContext, opts: { sizes: numb
       ctx.log(`P9 n=${n}: creating ${n - have} Gateways`);
       await createGateways(c, ns, names('gw', have, n), ctx.className, 'cfg', 16);
       have = Math.max(have, n);
-      await converge(ctx, ns, n, opts.variant);
+      await converge(ctx, ns, n, opts.variant, 'P9');
       const times: number[] = [];
       let counts: RequestCounts | undefined;
       let rows = 0;

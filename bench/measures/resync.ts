@@ -150,7 +150,7 @@ async function onePass(ctx: BenchContext, fn: FunctionProcess, sink: BrokerStand
  * itself and answers when every reconcile has, with a budget large enough
  * for thousands of creates.
  */
-export async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined): Promise<void> {
+export async function converge(ctx: BenchContext, ns: string, n: number, variant: Variant | undefined, figure = 'P6'): Promise<void> {
   const base = variant ?? SHIPPED_VARIANT;
   const fn = await FunctionProcess.start({ variant: { ...base, env: { ...base.env, INVOCATION_BUDGET_MS: '3600000', API_REQUEST_TIMEOUT_MS: '60000' } }, kubeconfig: ctx.identity.kubeconfig, namespaces: [ns] });
   try {
@@ -162,13 +162,13 @@ export async function converge(ctx: BenchContext, ns: string, n: number, variant
       void fn.post(ev).catch(() => undefined);
       const line = await fn.handled(ev.id, 3_600_000);
       const status = line.status ?? 0;
-      ctx.log(`P6 n=${n}: converge pass ${i + 1}: ${status} ${line.outcome} (${line.gateways ?? 0} reconciled) in ${Math.round(line.durationMs ?? 0)} ms`);
+      ctx.log(`${figure} n=${n}: converge pass ${i + 1}: ${status} ${line.outcome} (${line.gateways ?? 0} reconciled) in ${Math.round(line.durationMs ?? 0)} ms`);
       if (status < 300 && line.outcome === 'no-gateway-affected') return;
       // What the deployment controller reports of the writes feeds
       // LoadBalancerAvailable: the next pass must see it.
       if (status < 300) await waitDeploymentsObserved(ctx.cluster, ns, n, 600_000);
     }
-    throw new Error(`P6 n=${n}: not converged after ${CONVERGE_PASSES} passes`);
+    throw new Error(`${figure} n=${n}: not converged after ${CONVERGE_PASSES} passes`);
   } finally {
     await fn.stop();
   }

@@ -27,7 +27,8 @@ import { pushStandIn, type StandIn } from '../support/stand-in-images.js';
 import { useWorld } from '../support/world.js';
 
 // The image operators deploy: the repository's Dockerfile, unchanged, built
-// with buildah on the local stand-in for node:24-slim (tools/image), then run
+// with buildah on the local stand-in for node:24-slim (tools/image; its
+// runtime stage is FROM scratch: Node, its libraries, the app), then run
 // with runc as the Knative Service runs its container (read-only root
 // filesystem, uid 1000, no capabilities, the LB template mounted where the
 // Service mounts it, the ServiceAccount token where the kubelet projects it)
@@ -50,18 +51,25 @@ afterAll(async () => {
 });
 
 describe('the controller image', () => {
-  it('is built from the Dockerfile with every step run, its own smoke test included', async () => {
+  it('is built from the Dockerfile with every step run, its own smoke test included, into a runtime stage from scratch', async () => {
     const out = image().output;
-    const smokeStep = out.search(/STEP \d+\/\d+: RUN printf [^\n]*> \/tmp\/smoke-kubeconfig;\s+KUBECONFIG=\/tmp\/smoke-kubeconfig PORT=8080 node --snapshot-blob dist\/function\.blob &/);
+    expect(out).toContain(`FROM ${image().base} AS build`);
+    // The smoke test runs in the build stage (the runtime has no shell), with the Node binary the runtime copies.
+    const smokeStep = out.search(/STEP \d+\/\d+: RUN printf [^\n]*> \/tmp\/smoke-kubeconfig;\s+chmod 644 \/tmp\/smoke-kubeconfig;\s+setpriv --reuid=1000 --regid=1000 [^\n]*KUBECONFIG=\/tmp\/smoke-kubeconfig PORT=8080 \/rootfs\/usr\/local\/bin\/node --snapshot-blob dist\/function\.blob &/);
     expect(smokeStep).toBeGreaterThan(0);
-    // The smoke test's server logged that it listens on 8080, and the build went on past it.
+    // The smoke test's server logged that it listens on 8080, and the build went on past it, to the runtime stage.
     const after = out.slice(smokeStep);
     expect(after).toMatch(/"port":8080,[^\n]*"msg":"listening"/);
-    expect(after).toMatch(/STEP \d+\/\d+: CMD \["node", "--snapshot-blob", "dist\/function\.blob"\]/);
-    expect(out).toContain(`FROM ${image().base} AS runtime`);
+    const runtime = after.search(/STEP \d+\/\d+: FROM scratch AS runtime/);
+    expect(runtime).toBeGreaterThan(0);
+    // Nothing runs in the runtime stage: it has nothing to run a step with.
+    expect(after.slice(runtime)).not.toMatch(/STEP \d+\/\d+: RUN /);
+    expect(after.slice(runtime)).toMatch(/STEP \d+\/\d+: CMD \["node", "--snapshot-blob", "dist\/function\.blob"\]/);
     const facts = await inspectImage(image().ref, log);
     expect(facts.config.User).toBe('1000:1000');
+    expect(facts.config.Entrypoint ?? []).toEqual([]);
     expect(facts.config.Cmd).toEqual(['node', '--snapshot-blob', 'dist/function.blob']);
+    expect(facts.layers).toBe(1);
   });
 
   describe('run as the Knative Service runs it', () => {
@@ -156,7 +164,7 @@ describe('the release', () => {
       router: await pushStandIn(registry.host, 'meridio-2/router', 'latest', { platforms: ['linux/amd64', 'linux/arm64'] }),
     };
     out = mkdtempSync(join(tmpdir(), 'meridio2-release-out-'));
-    // Cold, this builds syft (minutes); then it pushes about 90 MB to
+    // Cold, this builds syft (minutes); then it pushes about 50 MB to
     // loopback. The plugin's executables and archives add about 20 s.
     await exec(process.execPath, [
       'tools/release/release.mts', repository, '--image', image().ref, '--receive-adapter', ADAPTER, '--kube-state-metrics', KSM, '--runbook-base', RUNBOOK_BASE,
@@ -277,15 +285,52 @@ describe('the release', () => {
       expect(stdout.trim()).toBe(version);
     });
 
-    it('is what the SBOM lists: every Debian package of its dpkg status and every npm package of its node_modules, with versions', () => {
+    it('is what the SBOM lists: Node.js, the Debian packages its libraries come from and every npm package of its node_modules, with versions; nothing else is in it', () => {
       if (!rootfs) throw new Error('the pulled image was not unpacked');
       const Component = z.looseObject({ name: z.string(), version: z.string().optional(), group: z.string().optional(), purl: z.string().optional() });
       const sbom = z.object({ bomFormat: z.literal('CycloneDX'), specVersion: z.string(), components: z.array(Component) }).parse(JSON.parse(file('sbom.cdx.json')));
       const listed = (type: string): Set<string> => new Set(sbom.components.filter((x) => x.purl?.startsWith(`pkg:${type}/`)).map((x) => `${x.group ? `${x.group}/` : ''}${x.name}@${x.version ?? ''}`));
 
-      // dpkg's status database of the image: the installed packages.
-      const installed = readFileSync(join(rootfs, 'var/lib/dpkg/status'), 'utf8').split(/\n\n+/).map((stanza) => Object.fromEntries(stanza.split('\n').filter((l) => /^[A-Za-z-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]) as [string, string][])).filter((p) => p.Status === 'install ok installed');
-      expect(installed.length).toBeGreaterThan(50);
+      // Every file of the image: the Node binary, shared libraries, dpkg's
+      // record of their packages and those packages' copyright files, the
+      // CA bundle, the user and name-service files, and the application.
+      // No shell, no package manager, no other executable.
+      const files: string[] = [];
+      const walk = (dir: string): void => {
+        for (const e of readdirSync(join(rootfs, dir), { withFileTypes: true })) {
+          const path = dir ? `${dir}/${e.name}` : e.name;
+          if (e.isDirectory()) walk(path);
+          else files.push(path);
+        }
+      };
+      walk('');
+      const expected = (f: string): boolean => f === 'usr/local/bin/node'
+        || /^(lib|lib64|usr\/lib)(\/[^/]+)*\/[^/]+\.so(\.\d+)+$/.test(f)
+        || /^var\/lib\/dpkg\/status\.d\/[^/]+$/.test(f)
+        || /^usr\/share\/doc\/[^/]+\/copyright$/.test(f)
+        || ['etc/passwd', 'etc/group', 'etc/nsswitch.conf', 'etc/os-release', 'etc/ssl/certs/ca-certificates.crt'].includes(f)
+        || f.startsWith('app/');
+      expect(files.filter((f) => !expected(f))).toEqual([]);
+      for (const f of ['bin/sh', 'bin/bash', 'usr/bin/apt-get', 'usr/bin/dpkg', 'usr/local/bin/npm']) expect(files).not.toContain(f);
+      expect(readFileSync(join(rootfs, 'etc/passwd'), 'utf8')).toMatch(/^node:x:1000:1000:/m);
+      expect(readFileSync(join(rootfs, 'etc/ssl/certs/ca-certificates.crt'), 'utf8').match(/-----BEGIN CERTIFICATE-----/g)?.length).toBeGreaterThan(100);
+
+      // Node.js, at the version of the base image's binary (its tag starts with it).
+      const nodeVersion = image().base.split(':').at(-1)?.split('-')[0];
+      expect(nodeVersion).toMatch(/^24\.\d+\.\d+$/);
+      expect(sbom.components.filter((x) => x.name === 'node').map((x) => x.version)).toContain(nodeVersion);
+
+      // dpkg's record of the image (one status stanza per package in
+      // status.d, as distroless images have it): the packages of the shared
+      // libraries and base-files (/etc/os-release), each with its copyright
+      // file, and the SBOM lists exactly those, as Debian's (pkg:deb/debian/).
+      expect(readFileSync(join(rootfs, 'etc/os-release'), 'utf8')).toMatch(/^ID=debian$/m);
+      const installed = readdirSync(join(rootfs, 'var/lib/dpkg/status.d')).map((name) => Object.fromEntries(readFileSync(join(rootfs, 'var/lib/dpkg/status.d', name), 'utf8').split('\n').filter((l) => /^[A-Za-z-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]) as [string, string][]));
+      expect(installed.map((p) => p.Package).sort()).toEqual(expect.arrayContaining(['base-files', 'libc6', 'libgcc-s1', 'libstdc++6']));
+      for (const p of installed) {
+        expect(p.Status).toBe('install ok installed');
+        expect(files).toContain(`usr/share/doc/${p.Package}/copyright`);
+      }
       const debs = listed('deb');
       expect(installed.map((p) => `${p.Package}@${p.Version}`).filter((p) => !debs.has(p))).toEqual([]);
       expect(debs.size).toBe(installed.length);

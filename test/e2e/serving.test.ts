@@ -31,7 +31,7 @@ import { startServing, type ServingPlane } from '../support/serving.js';
 // gets the real queue-proxy and the real function (the shipped startup
 // snapshot) in a network namespace on the Pod's IP.
 //
-// No test-only autoscaling configuration: the shipped 20 s window decides
+// No test-only autoscaling configuration: the shipped 10 s window decides
 // when a Pod scales to zero, as in a cluster. The PingSource test patches
 // the resync schedule to every minute.
 //
@@ -48,6 +48,7 @@ const RevisionSchema = z.looseObject({
     containerConcurrency: z.number(),
     timeoutSeconds: z.number(),
     serviceAccountName: z.string(),
+    enableServiceLinks: z.boolean().optional(),
     containers: z.array(z.looseObject({
       name: z.string(),
       image: z.string(),
@@ -77,6 +78,8 @@ describe('scale to zero with the real Knative Serving', () => {
   let cls = '';
   let controllerUser = '';
   let guessedSkip = '';
+  /** The Revision's autoscaling window, as admitted (written beside the results). */
+  let shippedWindow = '';
   const results: { wake?: Record<string, number>; warm?: Record<string, number>; ping?: Record<string, number> } = {};
   const scratch = mkdtempSync(join(tmpdir(), 'meridio2-serving-test-'));
 
@@ -144,7 +147,7 @@ describe('scale to zero with the real Knative Serving', () => {
 
   afterAll(async () => {
     const out = process.env.SERVING_WAKE_RESULTS;
-    if (out) writeFileSync(out, `${JSON.stringify({ measuredAt: new Date().toISOString(), window: '20s', ...results }, null, 2)}\n`);
+    if (out) writeFileSync(out, `${JSON.stringify({ measuredAt: new Date().toISOString(), window: shippedWindow, ...results }, null, 2)}\n`);
     for (const a of adapters) await a.stop();
     await serving?.stop();
     await eventing?.stop();
@@ -209,10 +212,17 @@ describe('scale to zero with the real Knative Serving', () => {
     const rev = await revision();
     expect(rev.metadata.annotations['autoscaling.knative.dev/min-scale']).toBe('0');
     expect(rev.metadata.annotations['autoscaling.knative.dev/max-scale']).toBe('5');
-    expect(rev.metadata.annotations['autoscaling.knative.dev/window']).toBe('20s');
+    expect(rev.metadata.annotations['autoscaling.knative.dev/window']).toBe('10s');
+    shippedWindow = rev.metadata.annotations['autoscaling.knative.dev/window'] ?? '';
     expect(rev.spec.containerConcurrency).toBe(10);
     expect(rev.spec.timeoutSeconds).toBe(60);
     expect(rev.spec.serviceAccountName).toBe('meridio-2-gateway-controller');
+    // No service-link variables in the Pod's environment, whatever the
+    // cluster's config-defaults say: on the Revision and on the Pod template
+    // Serving writes from it.
+    expect(rev.spec.enableServiceLinks).toBe(false);
+    const podTemplate = (await adminConfig().makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace: ns, name: `${REVISION}-deployment` })).spec?.template.spec;
+    expect(podTemplate?.enableServiceLinks).toBe(false);
     const [c] = rev.spec.containers;
     expect(c?.readinessProbe.httpGet.path).toBe('/readyz');
     expect(c?.livenessProbe).toEqual(expect.objectContaining({ httpGet: expect.objectContaining({ path: '/healthz' }), periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 }));

@@ -5,6 +5,7 @@ import { setUp, tearDown } from '../../bench/lib/setup.js';
 import { measureRequests } from '../../bench/measures/requests.js';
 import { measureResync } from '../../bench/measures/resync.js';
 import { measurePluginStatus } from '../../bench/measures/plugin-status.js';
+import { measureDrain } from '../../bench/measures/drain.js';
 import { clusterInfo } from '../support/cluster.js';
 
 // The benchmark's quick mode in the suite: only the COUNT figures, which are
@@ -89,4 +90,21 @@ describe('bench quick mode: request counts', () => {
     }
     expect(rows[0]?.counts.total).toBe(rows[1]?.counts.total);
   }, 300000);
+
+  it("P10: a template change's drain rolls every LB Deployment, within the budget, for a bounded number of requests per Gateway; a settled Deployment's status event is one census", async () => {
+    const { rows, statusEvent, allowancePerGateway } = await measureDrain(ctx as BenchContext, { sizes: [20], budgets: [1, 5] });
+    expect(rows.map((r) => [r.n, r.budget, r.rolled, r.complete])).toEqual([[20, 1, 20, true], [20, 5, 20, true]]);
+    for (const row of rows) {
+      expect(row.requestsPerGateway).toBeLessThanOrEqual(allowancePerGateway);
+      expect(row.maxRolling).toBeLessThanOrEqual(row.budget);
+      // Every rollout is a Deployment update (one more for a conflict); no Gateway is listed but by the resync.
+      expect(row.counts.byVerb['update deployments']).toBeGreaterThanOrEqual(row.n);
+      expect(row.counts.byVerb['list gateways']).toBe(row.events['dev.knative.sources.ping']);
+      // Each census is one list of the rollout index's holders and one of the head of its line.
+      expect(row.deploymentLists.rolling).toBe(row.deploymentLists.line);
+    }
+    // The settled rollout's event reads the census once (its fan-out kept by the stand-in); the next event of the same Deployment none.
+    expect(statusEvent?.settled.counts.byVerb).toEqual({ 'list deployments': 2 });
+    expect(statusEvent?.again.deploymentLists).toBe(0);
+  }, 600000);
 });

@@ -44,6 +44,8 @@ export interface StartOptions {
   fakeNodes?: string[];
   /** More kube-controller-manager controllers (e.g. the endpoints and EndpointSlice controllers Knative Serving reads). */
   extraControllers?: string[];
+  /** More kube-controller-manager flags (e.g. a client rate and sync workers sized for thousands of Deployments). */
+  controllerManagerArgs?: string[];
   /**
    * The API server dials admission webhooks (and aggregated APIs) at their
    * Service's endpoint address instead of its ClusterIP, which nothing
@@ -170,7 +172,7 @@ export class ControlPlane {
         // a real cluster, and watches KWOK's Lease heartbeats after that.
         if (fakeNodes.length > 0) controllers.push('node-lifecycle-controller');
         controllers.push(...(opts.extraControllers ?? []));
-        await cp.startKubeComponent('kube-controller-manager', assets.binaries['kube-controller-manager'], 'kcm-certs', [`--controllers=${controllers.join(',')}`, '--concurrent-gc-syncs=5']);
+        await cp.startKubeComponent('kube-controller-manager', assets.binaries['kube-controller-manager'], 'kcm-certs', [`--controllers=${controllers.join(',')}`, '--concurrent-gc-syncs=5', ...(opts.controllerManagerArgs ?? [])]);
       }
       if (fakeNodes.length > 0) await cp.startFakeNodes(fakeNodes, assets.binaries['kube-scheduler']);
       writeFileSync(join(stateDir, 'cluster.json'), JSON.stringify(info, null, 2));
