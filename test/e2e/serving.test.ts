@@ -1,23 +1,23 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { ControlPlane } from '../../tools/controlplane/control-plane.js';
+import type { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
-import { startAdapter, type AdapterProcess } from '../support/adapter-process.js';
-import { adapterResources } from '../support/event-path.js';
-import { BROKER, installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
-import { adminConfig, createNamespace, useClusterInfo } from '../support/cluster.js';
+import type { AdapterProcess } from '../support/adapter-process.js';
+import { installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
+import { adminConfig, createNamespace } from '../support/cluster.js';
 import type { ProxiedRequest } from '../support/cluster-dns-proxy.js';
 import { PING_TYPE } from '../../events/types.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
 import { APPLIED, condition, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from '../support/fixtures.js';
-import { guessKindToResource, pluralOf } from '../support/install.js';
-import { GATEWAY, relayToLoopback, type Relay } from '../support/pod-network.js';
+import { guessKindToResource } from '../support/install.js';
+import { brokerForPods, podFunctionEnv, startInstallAdapters, startServingControlPlane } from '../support/serving-wiring.js';
+import type { Relay } from '../support/pod-network.js';
 import { controllerIdentity } from '../support/reconciler.js';
 import { deleteClusterScoped } from '../support/cluster-scoped.js';
 import { startServing, type ServingPlane } from '../support/serving.js';
@@ -90,15 +90,7 @@ describe('scale to zero with the real Knative Serving', () => {
   };
 
   beforeAll(async () => {
-    cp = await ControlPlane.start({
-      fakeNodes: [FAKE_NODE],
-      // Serving's SKS, Route and activator read Endpoints.
-      extraControllers: ['endpoints-controller', 'endpointslice-controller'],
-      aggregatorRouting: true,
-      apiServerIps: [GATEWAY],
-      log: () => undefined,
-    });
-    useClusterInfo(cp.info);
+    cp = await startServingControlPlane([FAKE_NODE]);
     eventing = await startEventing();
     ns = await createNamespace('srv');
     cls = `meridio-${ns}`;
@@ -108,41 +100,18 @@ describe('scale to zero with the real Knative Serving', () => {
     serving = await startServing({
       namespace: ns,
       proxy: eventing.proxy,
-      // What a cluster gives the function's Pod: its ServiceAccount's
-      // credentials (here a kubeconfig through the Pod network's relay to
-      // the API server) and K_SINK, the SinkBinding's injection.
-      functionEnv: async ({ apiServer }) => {
-        const kubeconfig = join(scratch, 'function.kubeconfig');
-        const config = z.looseObject({ clusters: z.array(z.looseObject({ cluster: z.looseObject({ server: z.string() }) })) }).parse(JSON.parse(readFileSync(controller.kubeconfig, 'utf8')));
-        for (const c of config.clusters) c.cluster.server = `https://${apiServer.host}:${apiServer.port}`;
-        writeFileSync(kubeconfig, JSON.stringify(config));
-        return { KUBECONFIG: kubeconfig, K_SINK: brokerAlias.url };
-      },
+      functionEnv: podFunctionEnv(controller.kubeconfig, scratch, brokerAlias),
     });
     await createClass(cls);
-    // The Broker's address (what its reconciler will report) as a listener
-    // the function's Pod can reach, before the Service exists: its first Pod
-    // starts as soon as the Service is admitted.
-    const brokerUrl = `http://broker-ingress.knative-eventing.svc.cluster.local/${ns}/${BROKER}`;
-    const local = new URL(await eventing.proxy.localAddress(brokerUrl));
-    const relay = await relayToLoopback(Number(local.port));
-    relays.push(relay);
-    brokerAlias.url = `http://${relay.host}:${relay.port}${local.pathname}`;
+    const broker = await brokerForPods(eventing, ns);
+    relays.push(broker.relay);
+    brokerAlias.url = broker.podUrl;
     wiring = await installEventWiring(ns, SHIPPED, null);
-    expect(wiring.brokerUrl).toBe(brokerUrl);
-    const sourceKubeconfig = await adapterIdentity(ns);
-    // The ApiServerSource's adapter, configured as Knative configures it:
-    // resource names by its guess, so Gateways ("gatewaies") are skipped.
-    const resources = await adapterResources(wiring, (apiVersion, kind) => (kind === 'Gateway' ? guessKindToResource(kind) : pluralOf(apiVersion, kind)));
-    const guessed = await startAdapter({ kubeconfig: sourceKubeconfig, sink: wiring.brokerUrl, namespaces: [ns], resources, env: eventing.proxyEnv });
-    adapters.push(guessed);
+    expect(wiring.brokerUrl).toBe(broker.brokerUrl);
+    const { guessed, gatewayWatch } = await startInstallAdapters(wiring, ns, eventing, await adapterIdentity(ns));
+    adapters.push(guessed, gatewayWatch);
     // Its start-up line, kept before later output can push it out.
     guessedSkip = await waitFor('the ApiServerSource adapter to skip Gateways', () => guessed.output().split('\n').find((l) => l.includes(`Resource=${guessKindToResource('Gateway')}: it doesn't exist. skipping`)), { timeoutMs: 60000 });
-    // The gateway-watch ContainerSource's adapter, with the K_SOURCE_CONFIG it ships.
-    const cs = wiring.objects.find((o) => o.kind === 'ContainerSource');
-    const env = (cs?.spec as { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } }).template.spec.containers[0]?.env ?? [];
-    const shipped = z.object({ resources: z.array(z.object({ gvr: z.object({ Group: z.string(), Version: z.string(), Resource: z.string() }) })) }).parse(JSON.parse(env.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '{}'));
-    adapters.push(await startAdapter({ kubeconfig: sourceKubeconfig, sink: wiring.brokerUrl, namespaces: [ns], resources: shipped.resources.map((r) => ({ group: r.gvr.Group, version: r.gvr.Version, resource: r.gvr.Resource })), env: eventing.proxyEnv }));
   }, 40 * 60 * 1000);
 
   afterAll(async () => {

@@ -7,20 +7,19 @@ import { dump, load } from 'js-yaml';
 import { z } from 'zod';
 import { PING_TYPE } from '../../events/types.js';
 import { GATEWAY_CONFIGURATIONS } from '../../functions/kube/kube-api.js';
-import { ControlPlane } from '../../tools/controlplane/control-plane.js';
+import type { ControlPlane } from '../../tools/controlplane/control-plane.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
 import { repoRoot } from '../../tools/harness/repo-root.js';
 import { adapterIdentity } from '../support/adapter-identity.js';
-import { startAdapter, type AdapterProcess } from '../support/adapter-process.js';
-import { adapterResources } from '../support/event-path.js';
-import { BROKER, installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
-import { adminConfig, createNamespace, useClusterInfo } from '../support/cluster.js';
+import type { AdapterProcess } from '../support/adapter-process.js';
+import { installEventWiring, SERVICE, type EventWiring } from '../support/broker-install.js';
+import { adminConfig, createNamespace } from '../support/cluster.js';
 import { deleteClusterScoped } from '../support/cluster-scoped.js';
 import { startEventing, type EventingPlane } from '../support/eventing.js';
 import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, editSpec, programmedAndApplied, readGateway } from '../support/fixtures.js';
-import { guessKindToResource, pluralOf } from '../support/install.js';
-import { GATEWAY, relayToLoopback, type Relay } from '../support/pod-network.js';
+import { brokerForPods, podFunctionEnv, startInstallAdapters, startServingControlPlane } from '../support/serving-wiring.js';
+import type { Relay } from '../support/pod-network.js';
 import { buildPreviousRelease, type BuiltRelease } from '../../tools/release/previous-release.mjs';
 import { controllerIdentity } from '../support/reconciler.js';
 import { startServing, type ServingPlane } from '../support/serving.js';
@@ -142,14 +141,7 @@ describe('upgrade from the previous release and back, on the real Knative Servin
     previous = buildPreviousRelease();
     overlay('previous', previous.dir, {});
     overlay('current', repoRoot(), { LB_ROLLOUT_BUDGET: '1', LB_PDB_MAX_UNAVAILABLE: '1' });
-    cp = await ControlPlane.start({
-      fakeNodes: FAKE_NODES,
-      extraControllers: ['endpoints-controller', 'endpointslice-controller'],
-      aggregatorRouting: true,
-      apiServerIps: [GATEWAY],
-      log: () => undefined,
-    });
-    useClusterInfo(cp.info);
+    cp = await startServingControlPlane(FAKE_NODES);
     eventing = await startEventing();
     ns = await createNamespace('upg');
     cls = `meridio-${ns}`;
@@ -162,13 +154,7 @@ describe('upgrade from the previous release and back, on the real Knative Servin
     serving = await startServing({
       namespace: ns,
       proxy: eventing.proxy,
-      functionEnv: async ({ apiServer }) => {
-        const kubeconfig = join(scratch, 'function.kubeconfig');
-        const config = z.looseObject({ clusters: z.array(z.looseObject({ cluster: z.looseObject({ server: z.string() }) })) }).parse(JSON.parse(readFileSync(controller.kubeconfig, 'utf8')));
-        for (const c of config.clusters) c.cluster.server = `https://${apiServer.host}:${apiServer.port}`;
-        writeFileSync(kubeconfig, JSON.stringify(config));
-        return { KUBECONFIG: kubeconfig, K_SINK: brokerAlias.url };
-      },
+      functionEnv: podFunctionEnv(controller.kubeconfig, scratch, brokerAlias),
       functionTree: (image) => {
         const tree = trees.get(image);
         if (!tree) throw new Error(`a Revision Pod with image ${image}: no tree stands for it`);
@@ -176,19 +162,12 @@ describe('upgrade from the previous release and back, on the real Knative Servin
       },
     });
     await createClass(cls);
-    const brokerUrl = `http://broker-ingress.knative-eventing.svc.cluster.local/${ns}/${BROKER}`;
-    const local = new URL(await eventing.proxy.localAddress(brokerUrl));
-    const relay = await relayToLoopback(Number(local.port));
-    relays.push(relay);
-    brokerAlias.url = `http://${relay.host}:${relay.port}${local.pathname}`;
+    const broker = await brokerForPods(eventing, ns);
+    relays.push(broker.relay);
+    brokerAlias.url = broker.podUrl;
     wiring = await installEventWiring(ns, version('previous').overlay, null);
-    const sourceKubeconfig = await adapterIdentity(ns);
-    const resources = await adapterResources(wiring, (apiVersion, kind) => (kind === 'Gateway' ? guessKindToResource(kind) : pluralOf(apiVersion, kind)));
-    adapters.push(await startAdapter({ kubeconfig: sourceKubeconfig, sink: wiring.brokerUrl, namespaces: [ns], resources, env: eventing.proxyEnv }));
-    const cs = wiring.objects.find((o) => o.kind === 'ContainerSource');
-    const env = (cs?.spec as { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } }).template.spec.containers[0]?.env ?? [];
-    const shipped = z.object({ resources: z.array(z.object({ gvr: z.object({ Group: z.string(), Version: z.string(), Resource: z.string() }) })) }).parse(JSON.parse(env.find((e) => e.name === 'K_SOURCE_CONFIG')?.value ?? '{}'));
-    adapters.push(await startAdapter({ kubeconfig: sourceKubeconfig, sink: wiring.brokerUrl, namespaces: [ns], resources: shipped.resources.map((r) => ({ group: r.gvr.Group, version: r.gvr.Version, resource: r.gvr.Resource })), env: eventing.proxyEnv }));
+    const { guessed, gatewayWatch } = await startInstallAdapters(wiring, ns, eventing, await adapterIdentity(ns));
+    adapters.push(guessed, gatewayWatch);
     // Every RolloutQueued a Gateway shows, however briefly; the watch is
     // opened again whenever the API server ends it.
     const watch = new Watch(adminConfig());
