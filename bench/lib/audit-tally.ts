@@ -17,6 +17,7 @@ const Line = z.looseObject({
   user: z.looseObject({ username: z.string() }),
   impersonatedUser: z.looseObject({ username: z.string() }).optional(),
   objectRef: z.looseObject({ resource: z.string().optional(), subresource: z.string().optional() }).optional(),
+  responseStatus: z.looseObject({ code: z.number().optional() }).optional(),
 });
 
 /** Which rollout-index list a `list deployments` was, by its label selector (the values masked). */
@@ -34,11 +35,12 @@ export interface AuditTally {
   /** Byte offset of the first line not read yet. */
   offset: number;
   byVerb: Record<string, number>;
+  conflicts: number;
   deploymentLists: Record<DeploymentListKind, number>;
 }
 
 export function startTally(path: string): AuditTally {
-  return { offset: statSync(path).size, byVerb: {}, deploymentLists: { rolling: 0, line: 0, 'configuration line': 0, other: 0 } };
+  return { offset: statSync(path).size, byVerb: {}, conflicts: 0, deploymentLists: { rolling: 0, line: 0, 'configuration line': 0, other: 0 } };
 }
 
 const CHUNK = 8 << 20;
@@ -68,6 +70,7 @@ export function advanceTally(t: AuditTally, path: string, user: string): void {
         const resource = ref?.subresource ? `${ref.resource ?? ''}/${ref.subresource}` : (ref?.resource ?? '');
         const key = `${e.data.verb} ${resource}`;
         t.byVerb[key] = (t.byVerb[key] ?? 0) + 1;
+        if (e.data.responseStatus?.code === 409) t.conflicts += 1;
         if (key === 'list deployments') t.deploymentLists[deploymentListKind(e.data.requestURI)] += 1;
       }
       t.offset += last + 1;
@@ -88,5 +91,5 @@ export function tallyCounts(t: AuditTally): RequestCounts {
     total += n;
     if (WRITE_VERBS.includes(key.split(' ')[0] ?? '')) writes += n;
   }
-  return { byVerb, reads: total - writes, writes, total };
+  return { byVerb, reads: total - writes, writes, total, conflicts: t.conflicts };
 }

@@ -1,5 +1,5 @@
 import { reconcileEvent } from '../../events/outgoing.js';
-import { countBy, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
+import { countBy, matches, WRITE_VERBS, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import type { ServiceAccountIdentity } from '../../tools/harness/service-account-identity.js';
 import type { BenchCluster } from './cluster.js';
 import type { FunctionProcess } from '../../tools/harness/function-process.js';
@@ -23,6 +23,12 @@ export interface RequestCounts {
   reads: number;
   writes: number;
   total: number;
+  /**
+   * Requests answered 409 Conflict (another writer, such as the Deployment
+   * controller's status, came between a read and a write): each makes a
+   * reconcile observe again, so its reads come once more.
+   */
+  conflicts: number;
 }
 
 /** Writes (create, update, patch, delete) to one resource, e.g. `deployments` or `gateways/status`. */
@@ -37,6 +43,7 @@ export function writesTo(c: RequestCounts, resource: string): number {
 
 export function requestCounts(events: AuditEvent[], user: string): RequestCounts {
   const byVerb: VerbCounts = {};
+  const conflicts = events.filter((e) => matches(e, { user }) && e.responseStatus?.code === 409).length;
   for (const [key, n] of Object.entries(countBy(events, { user }))) {
     byVerb[key.slice(user.length + 1)] = n;
   }
@@ -47,7 +54,7 @@ export function requestCounts(events: AuditEvent[], user: string): RequestCounts
     total += n;
     if (WRITE_VERBS.includes(key.split(' ')[0] ?? '')) writes += n;
   }
-  return { byVerb: sorted, reads: total - writes, writes, total };
+  return { byVerb: sorted, reads: total - writes, writes, total, conflicts };
 }
 
 /** Posts one reconcile request for a Gateway and returns the round trip and the outcome the function logged. */

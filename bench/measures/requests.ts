@@ -92,7 +92,7 @@ export async function measureRequests(ctx: BenchContext, opts: { repeats: number
   }
   const rows: P3Row[] = P3_SCENARIOS.map((scenario) => {
     const list = samples.get(scenario) ?? [];
-    const first = list[0] ?? { outcome: '?', counts: { byVerb: {}, reads: 0, writes: 0, total: 0 } };
+    const first = list[0] ?? { outcome: '?', counts: { byVerb: {}, reads: 0, writes: 0, total: 0, conflicts: 0 } };
     const key = JSON.stringify(first.counts.byVerb);
     return {
       scenario,
