@@ -4,6 +4,7 @@ import type { LimitFigures, P6Build } from './measures/resync.js';
 import { recordedMeridio2Noops, type RecordedNoop } from './lib/meridio2-recorded.js';
 import type { Summary } from './lib/stats.js';
 import { SENDER_AUTH_VARIANT, TELEMETRY_VARIANT } from './lib/variants.js';
+import { shippedResync } from '../tools/monitoring/resync-schedule.mjs';
 import type { P1Variant } from './measures/cold-start.js';
 import type { P5Variant } from './measures/memory.js';
 import type { BenchResults } from './suite.js';
@@ -41,7 +42,7 @@ export function p10Linear(p10: P10Result): boolean {
 }
 
 export function p10Section(p10: P10Result): string[] {
-  const L = ['## P10 the rollout budget\'s drain', '', 'How (bench/measures/drain.ts): n Gateways in one namespace, in sync under `LB_ROLLOUT_BUDGET=k`, each LB Deployment stored at 0 replicas (a MutatingAdmissionPolicy at create; `enforceReplicas: false` keeps it so), so that the real kube-controller-manager\'s Deployment controller completes each rollout at once without Pods. Then a template change: a new function process whose `TEMPLATE_PATH` has another LB image, as a new Revision starts, with the shipped event path in front of it: the local stand-in for the ApiServerSource (every change of the watched objects, LB Deployments included, one delivery at a time per stream) and the PingSource (a resync at start, then the shipped 5 minutes), K_SINK the function itself. Drained = every LB Deployment\'s pod template has the new image and the Deployment controller says that rollout completed (judged from a watch of the Deployments), and then the function quiet for 5 s; a drain cut by its deadline stops at once, and its figures are those of the Deployments rolled by then. Requests: every request of the controller identity from the process\'s start to its stop, from the audit log. A census is one `rolling` list and one `line` list of LB Deployments (label-selected by the rollout index, docs/design.md §12).', ''];
+  const L = ['## P10 the rollout budget\'s drain', '', 'How (bench/measures/drain.ts): n Gateways in one namespace, in sync under `LB_ROLLOUT_BUDGET=k`, each LB Deployment stored at 0 replicas (a MutatingAdmissionPolicy at create; `enforceReplicas: false` keeps it so), so that the real kube-controller-manager\'s Deployment controller completes each rollout at once without Pods. Then a template change: a new function process whose `TEMPLATE_PATH` has another LB image, as a new Revision starts, with the shipped event path in front of it: the local stand-in for the ApiServerSource (every change of the watched objects, LB Deployments included, one delivery at a time per stream) and the PingSource (a resync at start, then every 5 minutes, the measured rate, against the shipped `' + shippedResync().schedule + '`: an upper bound on the resyncs a drain meets), K_SINK the function itself. Drained = every LB Deployment\'s pod template has the new image and the Deployment controller says that rollout completed (judged from a watch of the Deployments), and then the function quiet for 5 s; a drain cut by its deadline stops at once, and its figures are those of the Deployments rolled by then. Requests: every request of the controller identity from the process\'s start to its stop, from the audit log. A census is one `rolling` list and one `line` list of LB Deployments (label-selected by the rollout index, docs/design.md §12).', ''];
   L.push('| n | budget k | rolled | requests | per Gateway | censuses (lists: rolling / line / configuration line) | most rolling at once | events handled | per Gateway between checkpoints | rolled / quiet after | load |', '|---|---|---|---|---|---|---|---|---|---|---|');
   for (const row of p10.rows) {
     const d = row.deploymentLists;
@@ -274,7 +275,8 @@ export const ServingWakeSchema = z.object({
 });
 export type ServingWake = z.infer<typeof ServingWakeSchema>;
 
-export function p8Section(w: ServingWake): string[] {
+/** `resync`: the PingSource schedule the idle cost is stated for first (the shipped one). */
+export function p8Section(w: ServingWake, resync = shippedResync()): string[] {
   const s = (x: number): string => `${(x / 1000).toFixed(1)} s`;
   const duty = (periodS: number): string => `${Math.min(100, (100 * w.ping.podLifetime) / 1000 / periodS).toFixed(1)}%`;
   return [
@@ -287,7 +289,7 @@ export function p8Section(w: ServingWake): string[] {
     `| from zero | ${s(w.wake.editToConverged)} | ${s(w.wake.editToDelivery)} | ${s(w.wake.deliveryToPodRunning)} | ${s(w.wake.podRunningToFunctionListening)} | ${s(w.wake.functionListeningToConverged)} | ${w.wake.deliveries} | ${w.wake.deploymentWrites} |`,
     `| warm | ${s(w.warm.editToConverged)} | | | | | | 1 |`,
     '',
-    `Idle cost: a Pod woken by one ping lives **${s(w.ping.podLifetime)}** (${s(w.ping.lastDeliveryToPodGone)} after the last request it served; ${w.ping.deliveriesWhileUp} request(s) while up). Idle duty cycle: ${duty(300)} with the shipped \`*/5 * * * *\`, ${duty(600)} with \`*/10\`, ${duty(900)} with \`*/15\`.`,
+    `Idle cost: a Pod woken by one ping lives **${s(w.ping.podLifetime)}** (${s(w.ping.lastDeliveryToPodGone)} after the last request it served; ${w.ping.deliveriesWhileUp} request(s) while up). Idle duty cycle: ${duty(resync.seconds)} with the shipped \`${resync.schedule}\`; ${[300, 600, 900].filter((p) => p !== resync.seconds).map((p) => `${duty(p)} with \`*/${p / 60} * * * *\``).join(', ')}.`,
     '',
   ];
 }

@@ -26,8 +26,9 @@ import { converge } from './resync.js';
 // reach the function as the shipped path delivers them: the local stand-in
 // for the ApiServerSource (every change of the Gateways, configurations,
 // routes, classes and LB Deployments, one delivery at a time per stream) and
-// the PingSource (a resync when it starts, then every 5 minutes, the shipped
-// schedule); K_SINK is the function itself. The real Deployment controller
+// the PingSource (a resync when it starts, then every 5 minutes: twice the
+// shipped schedule's rate, so a long drain's figures hold at least as many
+// resyncs as it would meet in a cluster); K_SINK is the function itself. The real Deployment controller
 // rolls the Deployments: a policy stores each LB Deployment at 0 replicas
 // (enforceReplicas false keeps it there), and a 0-replica rollout completes
 // at once without Pods. The drain is over when every LB Deployment's pod

@@ -9,6 +9,8 @@ import { loadConfig } from '../../functions/config.js';
 import { APPLIED_CONFIGURATION_GENERATION, APPLIED_CONFIGURATION_NAME, APPLIED_CONFIGURATION_UID, APPLIED_GATEWAY_GENERATION, TEMPLATE_HASH } from '../../api/names.js';
 import { CONDITION_ACCEPTED, CONDITION_APPLIED, CONDITION_LB_AVAILABLE, CONDITION_PROGRAMMED } from '../../api/names.js';
 import { oracleCases } from '../oracle/oracle-cases.js';
+import { cronPeriodSeconds } from '../../tools/monitoring/resync-schedule.mjs';
+import { ServingWakeSchema } from '../../bench/report.js';
 import { guessKindToResource, parseManifests, type ManifestObject } from '../support/install.js';
 
 // Static checks of the install, read straight from the files that
@@ -510,6 +512,14 @@ describe('PingSource and SinkBinding', () => {
     expect(ping.contentType).toBe('application/json');
     expect(() => JSON.parse(ping.data ?? '') as unknown).not.toThrow();
     pointsAtBroker(ping.sink);
+  });
+
+  test('the resync repairs a lost event within 10 minutes, and its ping leaves the function idle most of the time', () => {
+    const period = cronPeriodSeconds(specOf(one('sources.knative.dev/v1', 'PingSource'), PingSourceSpecSchema).schedule);
+    expect(period).toBeLessThanOrEqual(600);
+    // The life of a Pod one ping wakes, as the Serving e2e last measured it (bench/results/serving-wake.json).
+    const { ping } = ServingWakeSchema.parse(JSON.parse(readFileSync('bench/results/serving-wake.json', 'utf8')));
+    expect(ping.podLifetime / 1000 / period).toBeLessThanOrEqual(0.1);
   });
 
   test('the SinkBinding gives the function K_SINK = the Broker', () => {

@@ -93,15 +93,15 @@ describe('alert rules', () => {
   });
 
   test('the event path alert\'s threshold is two periods of the shipped PingSource schedule and the time a Pod takes to report, and moves with the schedule', () => {
-    expect(shippedResyncSeconds()).toBe(300);
+    expect(shippedResyncSeconds()).toBe(600);
     const threshold = (resyncSeconds: number, reportSlackSeconds?: number): string | undefined =>
       alerts({ resyncSeconds, ...(reportSlackSeconds !== undefined && { reportSlackSeconds }) }).find((a) => a.name === 'MeridioEventPathBroken')?.expr.match(/> (\d+) or/)?.[1];
     expect([threshold(300), threshold(900), threshold(10, 5)]).toEqual(['720', '1920', '25']);
   });
 
   test('cron schedules with a fixed period', () => {
-    expect(['*/5 * * * *', '* * * * *', '*/15 * * * *', '0 */2 * * *', '7 * * * *'].map((c) => { try { return cronPeriodSeconds(c); } catch { return 'refused'; } }))
-      .toEqual([300, 60, 900, 7200, 3600]);
+    expect(['*/5 * * * *', '*/10 * * * *', '* * * * *', '*/15 * * * *', '0 */2 * * *', '7 * * * *'].map((c) => { try { return cronPeriodSeconds(c); } catch { return 'refused'; } }))
+      .toEqual([300, 600, 60, 900, 7200, 3600]);
     expect(() => cronPeriodSeconds('*/7 * * * *')).toThrow('fixed period');
     expect(() => cronPeriodSeconds('*/5 * * * 1')).toThrow('fixed period');
     expect(seconds('15m')).toBe(900);

@@ -33,10 +33,15 @@ export function cronPeriodSeconds(schedule: string): number {
   throw new Error(`resync schedule "${schedule}": only "*/N * * * *" (N dividing 60), "* * * * *", "M * * * *" and "M */N * * *" (N dividing 24) have a fixed period`);
 }
 
-/** The shipped PingSource's period in seconds. */
-export function shippedResyncSeconds(): number {
+/** The shipped PingSource's schedule and its period in seconds. */
+export function shippedResync(): { schedule: string; seconds: number } {
   const doc = load(readFileSync(repoPath(PING_SOURCE_FILE), 'utf8')) as { spec?: { schedule?: unknown } };
   const schedule = doc.spec?.schedule;
   if (typeof schedule !== 'string') throw new Error(`${PING_SOURCE_FILE}: spec.schedule is not a string`);
-  return cronPeriodSeconds(schedule);
+  return { schedule, seconds: cronPeriodSeconds(schedule) };
+}
+
+/** The shipped PingSource's period in seconds. */
+export function shippedResyncSeconds(): number {
+  return shippedResync().seconds;
 }
