@@ -13,6 +13,7 @@ import { parseTemplate } from '../../functions/reconcile/template.js';
 import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { ensureGoTool } from '../../tools/go-tools.mjs';
 import { logger } from '../../tools/go-build.mjs';
+import { ensureHostTools, RELEASE_TOOLS } from '../../tools/image/host-tools.mjs';
 import { startRegistry, type LocalRegistry } from '../../tools/image/registry.mjs';
 import { startFunctionProcess, type FunctionProcess } from '../../tools/harness/function-process.js';
 import { INSTALL_VARIANTS, installedTemplate } from '../../tools/release/install-files.mjs';
@@ -59,6 +60,8 @@ const standIns = (): { lb: StandIn; router: StandIn } => {
 };
 
 beforeAll(async () => {
+  // The release resolves digests with skopeo, as \`npm run release\` installs it (a new machine has none).
+  await ensureHostTools(RELEASE_TOOLS, log);
   registry = await startRegistry(log);
   lb = await pushStandIn(registry.host, 'meridio-2/stateless-load-balancer', 'latest');
   router = await pushStandIn(registry.host, 'meridio-2/router', 'latest', { platforms: ['linux/amd64', 'linux/arm64'] });
