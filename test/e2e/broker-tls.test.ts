@@ -50,7 +50,7 @@ describe('fan-out to the Broker over TLS (transport encryption, K_CA_CERTS)', ()
     // What the SinkBinding would inject: the https address, the CA the issuer signed the ingress with.
     expect(fnOptions.sink).toBe(`https://127.0.0.1:${eventing().ingressHttps?.port}/${ns()}/${BROKER}`);
     expect(fnOptions.env?.K_CA_CERTS?.trim()).toBe(issuer.caPem.trim());
-    expect(fn.logs.find((l) => l.msg === 'listening')).toMatchObject({ sinkCaCerts: true });
+    expect(await fn.listening()).toMatchObject({ sinkCaCerts: true });
     await sharedBy(['a', 'b', 'c']);
     const mark = fn.logs.length;
     const proxyMark = eventing().proxy.requests.length;

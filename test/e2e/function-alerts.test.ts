@@ -88,7 +88,7 @@ describe('the function\'s counter alerts fire on a counter pushed once, by a fre
       lifeMs = await oneEventLife(
         () => startFunctionProcess({ kubeconfig: w.r().kubeconfig, namespaces: [ns], env: { OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: p.otlpMetricsUrl, POD_NAME: pod } }),
         async (f) => {
-          expect(f.logs.find((l) => l.msg === 'listening')?.telemetry).toBe(true);
+          expect((await f.listening()).telemetry).toBe(true);
           const event = deadLettered(ns, 'gw');
           expect((await f.post(event, '/dead-letter')).status).toBe(204);
           outcome = String((await f.handled(event.id)).outcome).replace(/^dead-letter:/, '');

@@ -179,7 +179,7 @@ describe('the released template, run by the function', () => {
     // The release: the function reads the released template at TEMPLATE_PATH (parsed at start: not the snapshot's text).
     fn = await startFunctionProcess({ kubeconfig: w.r().kubeconfig, namespaces: [w.ns()], env: { TEMPLATE_PATH: path } });
     const started = fn;
-    const listening = await waitFor('the listening log line', () => started.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
+    const listening = await started.listening();
     const hash = parseTemplate(released).hash;
     expect(listening.templateHash).toBe(hash);
     expect(hash).not.toBe(parseTemplate(shipped).hash);

@@ -87,7 +87,7 @@ describe('OpenTelemetry metrics in a real Prometheus and traces in a real Jaeger
     });
     front.retarget(fn.port);
     const f = fn;
-    expect(f.logs.find((l) => l.msg === 'listening')?.telemetry).toBe(true);
+    expect((await f.listening()).telemetry).toBe(true);
 
     // The adapter watches what the shipped ApiServerSource names (Gateways by
     // their discovered plural: Knative's guess is wrong, docs/operations.md).

@@ -118,8 +118,7 @@ describe('function startup', () => {
     const templatePath = path();
     const fn = await startFunctionProcess({ kubeconfig: writeTokenKubeconfig(adminConfig(), 'unused'), env: { TEMPLATE_PATH: templatePath } });
     try {
-      // Written before the first answer, but read from another pipe: wait for it.
-      const listening = await waitFor('the listening log line', () => fn.logs.find((l) => l.msg === 'listening'), { timeoutMs: 5000, intervalMs: 10 });
+      const listening = await fn.listening();
       expect(listening.templateHash).toBe(loadTemplate(templatePath).hash);
     } finally {
       await fn.stop();

@@ -50,7 +50,7 @@ describe('the SinkBinding contract, from the shipped snapshot', () => {
 
   it("fans a resync out over https, trusting K_CA_CERTS, with K_CE_OVERRIDES' extension on every event", async () => {
     const fn = await world(issuer.caPem);
-    expect(fn.logs.find((l) => l.msg === 'listening')).toMatchObject({ sink: sink.url, sinkCaCerts: true, ceOverrides: ['cluster'] });
+    expect(await fn.listening()).toMatchObject({ sink: sink.url, sinkCaCerts: true, ceOverrides: ['cluster'] });
     const before = sink.received.length;
     const res = await sendEvent(`${fn.url}/`, pingEvent());
     expect(res.status).toBe(204);

@@ -212,6 +212,15 @@ export class FunctionProcess {
     return { status: res.status, ms: performance.now() - started };
   }
 
+  /**
+   * The "listening" log line (what the process took from its environment).
+   * It is written before the first answer but read from another pipe, so it
+   * may arrive after /readyz has answered: wait for it.
+   */
+  async listening(timeoutMs = 5000): Promise<LogLine> {
+    return waitFor('the listening log line', () => this.logs.find((l) => l.msg === 'listening'), { timeoutMs, intervalMs: 5 });
+  }
+
   /** The "event handled" log line of an event (its outcome, the Gateway count). */
   async handled(eventId: string, timeoutMs = 10000): Promise<LogLine> {
     return waitFor(`the log line of event ${eventId}`, () => this.logs.find((l) => l.eventId === eventId), { timeoutMs, intervalMs: 5 });
