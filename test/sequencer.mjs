@@ -1,18 +1,17 @@
 // Jest's default order, except:
-// - the test files that run a tool `npm test` builds in the background
-//   (`testFiles` in tools/go-tools.mts) run after the others, so that on a
-//   cold machine their tools are built while the others run
-//   (tools/assets.mts);
+// - the test files that run what `npm test` builds in the background
+//   (tools/beside-tests.mts) run after the others, so that on a cold
+//   machine it is built while the others run (tools/assets.mts);
 // - the suite-wide audit checks run last: they read what every other test
 //   made the controller do.
 //
 // Loaded by Node outside jest's transform: the tools' source runs under
 // Node's type stripping, as the builders do.
 import Sequencer from '@jest/test-sequencer';
-import { toolsBesideTests } from '../tools/go-tools.mts';
+import { besideTests } from '../tools/beside-tests.mts';
 
 const LAST = /[\\/]test[\\/]integration[\\/]rbac-audit\.test\.ts$/;
-const LATER = toolsBesideTests().testFiles;
+const LATER = besideTests().testFiles;
 
 const isLater = (path) => LATER.some((file) => path.replaceAll('\\', '/').endsWith(`/${file}`));
 

@@ -3,12 +3,13 @@
 // kwok, Knative, the conformance suite and the single-binary Go tools; and
 // the Prometheus Operator's CRDs (files of its module, nothing built).
 //
-// With --beside-tests (what `npm test` runs), the tools that only a few test
-// files run (`testFiles` in tools/go-tools.mts: Prometheus, promtool,
-// kube-state-metrics, Jaeger, syft) are built by a background process at the
-// lowest CPU priority, while lint, the TypeScript build and the other test
-// files run; those files run last (test/sequencer.mjs) and wait for their
-// binary on its build lock. A Go build keeps both cores busy, but the test
+// With --beside-tests (what `npm test` runs), what only a few test files run
+// (tools/beside-tests.mts: Knative Serving, the conformance suite, and the Go
+// tools with `testFiles` in tools/go-tools.mts: Prometheus, promtool,
+// kube-state-metrics, Jaeger, kubectl, syft) is built by a background process
+// at the lowest CPU priority, while lint, the TypeScript build and the other
+// test files run; those files run last (test/sequencer.mjs) and wait for
+// their binaries on the build locks. A Go build keeps both cores busy, but the test
 // files mostly wait on processes and timers: on a cold machine this moves
 // about a third of the build time into time the tests leave idle. The
 // background process's pid is in `<cache>/beside-tests.pid`; jest's global
@@ -23,11 +24,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { constants, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureConformanceSuite } from './conformance/build.mts';
 import { ensureAssets } from './controlplane/build.mts';
 import { cacheRoot, logger, processAlive, runAsScript } from './go-build.mts';
-import { ensureGoTool, GO_TOOLS, resolveGoTool, toolsBesideTests, type GoToolName } from './go-tools.mts';
-import { ensureKnativeAssets, ensureServingAssets } from './knative/build.mts';
+import { besideBuilt, besideTests, ensureBeside, type BesideName } from './beside-tests.mts';
+import { GO_TOOLS, type GoToolName } from './go-tools.mts';
+import { ensureKnativeAssets } from './knative/build.mts';
 import { ensureKwok } from './kwok/build.mts';
 import { ensurePrometheusOperatorCrds } from './prometheus-operator/crds.mts';
 
@@ -38,12 +39,12 @@ export function besideTestsPidFile(): string {
   return join(cacheRoot(), 'beside-tests.pid');
 }
 
-/** Starts `go-tools.mts <tools>` detached, at the lowest priority; returns its pid. */
-function buildInBackground(tools: GoToolName[]): number {
-  const script = fileURLToPath(new URL('./go-tools.mts', import.meta.url));
+/** Starts `beside-tests.mts <names>` detached, at the lowest priority; returns its pid. */
+function buildInBackground(names: BesideName[]): number {
+  const script = fileURLToPath(new URL('./beside-tests.mts', import.meta.url));
   // Its output goes where ours goes, so a cold run shows its progress (and a
   // failure) among the tests' output.
-  const child = spawn(process.execPath, [script, ...tools], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [script, ...names], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
   const pid = child.pid;
   if (pid === undefined) throw new Error('could not start the background build');
   // Before it starts `go build`: the compilers inherit the priority.
@@ -72,22 +73,21 @@ export function stopBackgroundBuild(): number | undefined {
   } catch {
     return undefined;
   }
-  if (!cmdline.includes('go-tools.mts')) return undefined;
+  if (!cmdline.includes('beside-tests.mts')) return undefined;
   process.kill(-pid, 'SIGTERM');
   return pid;
 }
 
 runAsScript(import.meta.url, async () => {
-  const besideTests = process.argv.includes('--beside-tests');
+  const later = process.argv.includes('--beside-tests') ? besideTests().names.filter((name) => !besideBuilt(name)) : [];
   await ensureAssets();
   await ensureKwok();
   await ensureKnativeAssets();
-  await ensureServingAssets();
-  await ensureConformanceSuite();
   ensurePrometheusOperatorCrds();
-  const later = besideTests ? toolsBesideTests().tools.filter((name) => !existsSync(resolveGoTool(name).binary)) : [];
-  for (const name of Object.keys(GO_TOOLS) as GoToolName[]) {
-    if (!later.includes(name)) await ensureGoTool(name);
+  // Everything else, in the foreground: the Go tools every run needs, and all of it without --beside-tests.
+  const everything = new Set<BesideName>([...besideTests().names, ...(Object.keys(GO_TOOLS) as GoToolName[])]);
+  for (const name of everything) {
+    if (!later.includes(name)) await ensureBeside(name);
   }
   if (later.length > 0) {
     const pid = buildInBackground(later);

@@ -154,12 +154,6 @@ export function resolveGoTool(name: GoToolName): GoToolAssets {
   return { version, binary: cachedBinary(tool.envVar, `${dir}-${version}`, name) };
 }
 
-/** The tools only a few test files run (`testFiles`), and those files. */
-export function toolsBesideTests(): { tools: GoToolName[]; testFiles: string[] } {
-  const entries = Object.entries(GO_TOOLS as Record<GoToolName, GoTool>).filter(([, t]) => (t.testFiles?.length ?? 0) > 0);
-  return { tools: entries.map(([name]) => name as GoToolName), testFiles: [...new Set(entries.flatMap(([, t]) => t.testFiles ?? []))] };
-}
-
 /** The tool's binary, built once when missing. */
 export async function ensureGoTool(name: GoToolName): Promise<GoToolAssets> {
   const tool: GoTool = GO_TOOLS[name];

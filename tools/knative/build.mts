@@ -131,9 +131,19 @@ function servingBinDir(v: KnativeVersions): string {
   return process.env.KNATIVE_SERVING_ASSETS ?? join(cacheRoot(), 'bin', `knative-serving-${v.serving}`);
 }
 
-async function buildServingBinaries(v: KnativeVersions): Promise<Record<ServingKey, string>> {
+function servingBinaries(v: KnativeVersions): Record<ServingKey, string> {
   const out = {} as Record<ServingKey, string>;
   for (const k of Object.keys(SERVING_BINARIES) as ServingKey[]) out[k] = join(servingBinDir(v), SERVING_BINARIES[k].split('/').pop() as string);
+  return out;
+}
+
+/** Whether every pinned Serving binary is in the cache (nothing to build). */
+export function servingBuilt(): boolean {
+  return Object.values(servingBinaries(pinnedVersions())).every((b) => existsSync(b));
+}
+
+async function buildServingBinaries(v: KnativeVersions): Promise<Record<ServingKey, string>> {
+  const out = servingBinaries(v);
   const missing = (Object.keys(out) as ServingKey[]).filter((k) => !existsSync(out[k]));
   if (missing.length === 0) return out;
   if (process.env.KNATIVE_SERVING_ASSETS) throw new Error(`missing in KNATIVE_SERVING_ASSETS: ${missing.map((k) => out[k]).join(', ')}`);
