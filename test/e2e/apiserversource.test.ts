@@ -1,6 +1,6 @@
 import { WATCHED_RESOURCES } from '../../api/watched-resources.js';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { deniedByAuthorizer, readEvents, resourceOf } from '../../tools/controlplane/audit-log.js';
+import { deniedByAuthorizer, readEvents, resourceOf, type AuditEvent } from '../../tools/controlplane/audit-log.js';
 import { freezeDeployments } from '../support/policies.js';
 import { pingEvent } from '../../events/outgoing.js';
 import { LABEL_MANAGED_BY as MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/names.js';
@@ -150,9 +150,16 @@ describe('end to end with the real ApiServerSource adapter', () => {
     // and with Eventing's OIDC on (broker-oidc.test.ts) an adapter also
     // creates tokens, under the Role Knative's reconciler grants it there.
     const user = `system:serviceaccount:${ns()}:${ADAPTER_SA}`;
-    const mine = readEvents(clusterInfo().auditLog).events.filter((e) => e.user.username === user && e.objectRef?.resource);
+    const needed = ADAPTER_RESOURCES.map((r) => `${r.group} ${r.resource} watch`);
+    const usedIn = (events: AuditEvent[]): Set<string> => new Set(events.map((e) => `${e.objectRef?.apiGroup ?? ''} ${resourceOf(e)} ${e.verb}`));
+    const read = (): AuditEvent[] => readEvents(clusterInfo().auditLog).events.filter((e) => e.user.username === user && e.objectRef?.resource);
+    // The API server logs a watch once it has seen its connection close,
+    // which may be after the adapter has exited: wait for them (the
+    // assertions below say what is missing if they never come).
+    await waitFor("the adapter's ended watches in the audit log", () => (needed.every((n) => usedIn(read()).has(n)) ? true : undefined), { timeoutMs: 30_000, intervalMs: 250 }).catch(() => undefined);
+    const mine = read();
     expect(mine.filter(deniedByAuthorizer).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
-    const used = new Set(mine.map((e) => `${e.objectRef?.apiGroup ?? ''} ${resourceOf(e)} ${e.verb}`));
+    const used = usedIn(mine);
     const granted = new Set<string>();
     for (const rule of shippedSourceRole().rules ?? []) {
       for (const g of rule.apiGroups ?? []) for (const r of rule.resources ?? []) for (const v of rule.verbs) granted.add(`${g} ${r} ${v}`);
@@ -163,7 +170,6 @@ describe('end to end with the real ApiServerSource adapter', () => {
     // "list" stays granted for API servers without that, and "get" plus the
     // misspelt "gatewaies" serve only the Eventing controller's permission
     // check (see the comment in the role), which has no part in this test.
-    const needed = ADAPTER_RESOURCES.map((r) => `${r.group} ${r.resource} watch`);
     expect(needed.filter((n) => !used.has(n))).toEqual([]);
     expect([...granted].filter((g) => !used.has(g) && !/ (get|list)$/.test(g) && !g.includes('gatewaies'))).toEqual([]);
   });

@@ -5,7 +5,7 @@ import { APPLIED_CONFIGURATION_NAME } from '../../api/names.js';
 import { reconcile } from '../../functions/reconcile/reconcile.js';
 import type { Incoming } from '../../events/incoming.js';
 import { adminConfig } from '../support/cluster.js';
-import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, createRoute, deleteObject, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
+import { APPLIED, condition, configurationSpec, createClass, createConfiguration, createGateway, createRoute, deleteObject, deploymentObserved, editSpec, rawDeployment, readGateway } from '../support/fixtures.js';
 import { CONTROLLER_NAME } from '../support/reconciler.js';
 import { storedListeners } from '../../functions/reconcile/plan/listener-status.js';
 import { useWorld } from '../support/world.js';
@@ -96,6 +96,9 @@ describe('GatewayClass parametersRef as the default', () => {
     await w.setup();
     const ns = w.ns();
     await reconcile(w.key(), w.r().deps);
+    // The Deployment controller's first status, reported, so that each step below changes only the routes.
+    await deploymentObserved(ns, 'sllbr-gw');
+    expect(await reconcile(w.key(), w.r().deps)).toMatchObject({ deploymentWritten: false });
     const attached = async (): Promise<number | undefined> => storedListeners(await readGateway(ns, 'gw')).find((l) => l.name === 'default')?.attachedRoutes;
     const first = storedListeners(await readGateway(ns, 'gw'));
     expect(first).toEqual([

@@ -14,6 +14,7 @@ import {
   createConfiguration,
   createGateway,
   deleteObject,
+  deploymentObserved,
   editDeployment,
   editSpec,
   listEvents,
@@ -215,10 +216,7 @@ describe('reconcile rules', () => {
     // And it is a fixed point. The Deployment controller's first status is
     // a change from outside (LBAvailable leaves Pending): once it is there, one
     // reconcile reports it, writing no Deployment, and the next writes nothing.
-    await waitFor('the Deployment controller to observe sllbr-gw', async () => {
-      const d = await readDeployment(ns(), 'sllbr-gw');
-      return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) ? true : undefined;
-    });
+    await deploymentObserved(ns(), 'sllbr-gw');
     expect(await reconcile(w.key(), r.deps)).toMatchObject({ outcome: 'in-sync', deploymentWritten: false });
     expect(await reconcile(w.key(), r.deps)).toMatchObject({ outcome: 'in-sync', deploymentWritten: false, statusWritten: false });
   });

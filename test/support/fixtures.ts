@@ -4,6 +4,7 @@ import type { Resource } from '../../api/watched-resources.js';
 import { APPLIED_CONFIGURATION_GENERATION } from '../../api/names.js';
 import { GatewaySchema, type Condition, type Gateway } from '../../api/schemas.js';
 import { gatewayBody, routeBody } from '../../tools/gateway-manifest.js';
+import { waitFor } from '../../tools/controlplane/wait-for.js';
 import { adminConfig } from './cluster.js';
 import { deleteAfterTest } from './cluster-scoped.js';
 import { CONTROLLER_NAME } from './reconciler.js';
@@ -96,6 +97,19 @@ export function condition(gw: Gateway, type: string): Condition | undefined {
 
 export async function readDeployment(namespace: string, name: string): Promise<V1Deployment> {
   return adminConfig().makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name });
+}
+
+/**
+ * Until kube-controller-manager's Deployment controller has written a status
+ * for the Deployment's current generation. That status is a change from
+ * outside for the Gateway (LoadBalancerAvailable leaves Pending): a test
+ * that wants a fixed point waits for it and lets one reconcile report it.
+ */
+export async function deploymentObserved(namespace: string, name: string): Promise<void> {
+  await waitFor(`the Deployment controller to observe ${namespace}/${name}`, async () => {
+    const d = await readDeployment(namespace, name);
+    return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) ? true : undefined;
+  });
 }
 
 /** The raw Deployment JSON (no client-side model conversion). */
